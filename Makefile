@@ -1,0 +1,40 @@
+# Quick start: `make demo` and `make test`. Each builds .venv from nothing on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+DEMO_STAMP := $(VENV)/.stamp-demo
+TEST_STAMP := $(VENV)/.stamp-test
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[examples]'
+	touch $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev,postgres,examples]'
+	touch $@ $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	$(BIN)/greenml run --name demo-digits-mlp --tag example=digits -- $(BIN)/python examples/train_digits.py
+
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check src tests benchmarks examples
+
+typecheck: $(TEST_STAMP)
+	$(BIN)/mypy src/greenml/sensors src/greenml/meter.py src/greenml/measurement.py src/greenml/store
+
+unit: $(TEST_STAMP)
+	$(BIN)/pytest -q
+
+test: lint typecheck unit
+
+bench: $(TEST_STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,39 @@
+"""greenml: measure, diagnose, cut and report the energy, carbon and cost of ML.
+
+The public API is small and imported lazily, so ``import greenml`` stays fast::
+
+    from greenml import Meter
+    meter = Meter()
+    with meter.window("epoch") as w:
+        train_one_epoch()
+    print(w.measurement.total_j)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Meter": "greenml.meter",
+    "track": "greenml.meter",
+    "Measurement": "greenml.measurement",
+    "GreenmlError": "greenml.errors",
+}
+
+__all__ = ["GreenmlError", "Measurement", "Meter", "__version__", "track"]
+
+if TYPE_CHECKING:
+    from greenml.errors import GreenmlError
+    from greenml.measurement import Measurement
+    from greenml.meter import Meter, track
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'greenml' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,31 @@
+"""One exception tree for everything greenml raises on purpose."""
+
+from __future__ import annotations
+
+
+class GreenmlError(Exception):
+    """Base of every error greenml raises; the CLI prints it as one line, exit 2."""
+
+
+class ConfigError(GreenmlError):
+    """Bad input from the user: an argument, an option, a file."""
+
+
+class SensorError(GreenmlError):
+    """A sensor could not be read. The Meter records a gap; it never crashes the program."""
+
+
+class SensorUnavailable(SensorError):
+    """A sensor cannot be opened on this machine (no driver, no device, no permission)."""
+
+
+class WindowError(GreenmlError):
+    """A measurement window was misused: begun twice, or ended without a begin."""
+
+
+class StoreError(GreenmlError):
+    """The run store cannot be opened, read or written."""
+
+
+class RunNotFound(StoreError):
+    """No stored run matches the given id or prefix."""

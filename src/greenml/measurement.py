@@ -1,0 +1,156 @@
+"""What a window measured: energy per component and device, with provenance.
+
+Units are joules and seconds. Every device figure says how it was obtained:
+
+- ``counter``: the difference of a hardware energy counter (NVML, RAPL);
+- ``power-integrated``: sampled power integrated over time (trapezoid rule);
+- ``estimated``: a model (utilization × TDP curve, W per GB of memory, ...).
+
+Uncertainties are relative (0.05 means ±5 %). Devices of one component share a
+sensor type, so their errors are taken as fully correlated (absolute errors add);
+components come from independent sensors, so the total combines them in
+quadrature (root of the sum of squares).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+Method = Literal["counter", "power-integrated", "estimated"]
+COUNTER: Method = "counter"
+POWER_INTEGRATED: Method = "power-integrated"
+ESTIMATED: Method = "estimated"
+
+# From most to least direct; a mix of methods is labelled by the weakest one.
+_METHOD_RANK: dict[str, int] = {COUNTER: 0, POWER_INTEGRATED: 1, ESTIMATED: 2}
+
+JOULES_PER_KWH = 3.6e6
+
+
+def weakest_method(methods: list[str]) -> str:
+    """The least direct of several methods (``estimated`` beats ``counter``)."""
+    return max(methods, key=lambda m: _METHOD_RANK.get(m, 3))
+
+
+@dataclass(frozen=True)
+class DeviceEnergy:
+    """Energy of one device (a GPU, a CPU package, a DRAM domain) in a window."""
+
+    energy_j: float
+    method: str
+    uncertainty_rel: float
+    name: str = ""
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "energy_j": self.energy_j,
+            "method": self.method,
+            "uncertainty_rel": self.uncertainty_rel,
+            "name": self.name,
+        }
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass(frozen=True)
+class ComponentEnergy:
+    """Energy of one component kind (``gpu``, ``cpu``, ``dram``), summed over devices."""
+
+    devices: dict[str, DeviceEnergy]
+
+    @property
+    def energy_j(self) -> float:
+        return sum(d.energy_j for d in self.devices.values())
+
+    @property
+    def method(self) -> str:
+        return weakest_method([d.method for d in self.devices.values()])
+
+    @property
+    def uncertainty_j(self) -> float:
+        # Same sensor type on every device: errors are correlated, so they add.
+        return sum(d.energy_j * d.uncertainty_rel for d in self.devices.values())
+
+    @property
+    def uncertainty_rel(self) -> float:
+        total = self.energy_j
+        if total > 0:
+            return self.uncertainty_j / total
+        return max((d.uncertainty_rel for d in self.devices.values()), default=0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "energy_j": self.energy_j,
+            "method": self.method,
+            "uncertainty_rel": self.uncertainty_rel,
+            "devices": {key: d.to_dict() for key, d in self.devices.items()},
+        }
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The result of one named window: duration and energy per component."""
+
+    name: str
+    started_at: datetime
+    duration_s: float
+    components: dict[str, ComponentEnergy] = field(default_factory=dict)
+
+    @property
+    def total_j(self) -> float:
+        return sum(c.energy_j for c in self.components.values())
+
+    @property
+    def total_kwh(self) -> float:
+        return self.total_j / JOULES_PER_KWH
+
+    @property
+    def uncertainty_rel(self) -> float:
+        """Relative uncertainty of the total (components independent: quadrature)."""
+        total = self.total_j
+        if total <= 0:
+            return max((c.uncertainty_rel for c in self.components.values()), default=0.0)
+        return math.sqrt(sum(c.uncertainty_j**2 for c in self.components.values())) / total
+
+    @property
+    def average_power_w(self) -> float:
+        return self.total_j / self.duration_s if self.duration_s > 0 else 0.0
+
+    def energy_of(self, component: str) -> float:
+        """Joules of one component, 0.0 when it was not measured."""
+        comp = self.components.get(component)
+        return comp.energy_j if comp else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``energy`` block of a run record."""
+        return {
+            "total_j": self.total_j,
+            "total_kwh": self.total_kwh,
+            "uncertainty_rel": self.uncertainty_rel,
+            "components": {name: c.to_dict() for name, c in self.components.items()},
+        }
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One reading of one device by the Meter's sampler.
+
+    Attributes:
+        device: Device key (``gpu0``, ``cpu0`` ...).
+        component: ``gpu``, ``cpu`` or ``dram``.
+        time_s: Unix time in seconds (UTC) of the reading.
+        power_w: Power in watts, ``None`` when only metrics were read.
+        metrics: Other gauges with units in their names (``utilization``,
+            ``sm_activity``, ``memory_used_bytes``, ``sm_clock_mhz`` ...).
+    """
+
+    device: str
+    component: str
+    time_s: float
+    power_w: float | None
+    metrics: dict[str, float] = field(default_factory=dict)
