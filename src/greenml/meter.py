@@ -1,0 +1,412 @@
+"""The Meter: cheap named energy windows over a set of sensors.
+
+A window is two snapshots: at ``begin_window`` the Meter notes the time and
+reads the energy counters; at ``end_window`` it does the same and subtracts.
+Devices without a counter are integrated from the power timeline that one
+background sampler thread per Meter records. Windows may nest and overlap.
+
+A failing sensor never raises into the user's program: the Meter records the
+gap, labels the affected figures, and logs one warning per device.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import math
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any, TypeVar, overload
+
+from greenml.errors import SensorUnavailable, WindowError
+from greenml.measurement import (
+    POWER_INTEGRATED,
+    ComponentEnergy,
+    DeviceEnergy,
+    Measurement,
+    Sample,
+)
+from greenml.sensors.base import Device, Sensor
+from greenml.timeline import PowerTimeline
+
+log = logging.getLogger("greenml")
+
+Clock = Callable[[], float]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class _Begin:
+    mono_s: float
+    wall_s: float
+    counters: dict[str, float]
+
+
+class _Channel:
+    """What the Meter keeps per device: its power timeline and its gaps."""
+
+    __slots__ = ("device", "gap_start", "gaps", "timeline")
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.timeline = PowerTimeline()
+        self.gaps: list[tuple[float, float]] = []  # closed intervals without data
+        self.gap_start: float | None = None  # an open gap began here
+
+    def gap_seconds(self, start: float, end: float) -> float:
+        """Seconds of [start, end] not covered by readings of this device."""
+        spans = list(self.gaps)
+        if self.gap_start is not None:
+            spans.append((self.gap_start, end))
+        return sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
+
+
+class WindowHandle:
+    """What ``with meter.window(name) as w`` gives; ``w.measurement`` after the block."""
+
+    __slots__ = ("measurement", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.measurement: Measurement | None = None
+
+
+class Meter:
+    """Measures energy in named windows over GPUs, CPU and DRAM.
+
+    Args:
+        gpus: GPU indices among the visible ones (``CUDA_VISIBLE_DEVICES``);
+            ``None`` measures all, ``[]`` none.
+        cpu: Measure the CPU and DRAM (RAPL counters, else the labelled model).
+        sample_hz: Power sampling rate of the background thread; 0 disables
+            the thread (call :meth:`sample_now` yourself).
+        sensors: Use these sensors instead of discovering the machine's.
+        cpu_scope: ``machine`` or ``process`` (the process tree of ``pid``)
+            for the CPU/DRAM model.
+        pid: Root of the process tree for ``cpu_scope="process"``.
+        sync_cuda: Synchronize pending CUDA work before each timestamp when
+            torch with CUDA is in use.
+        record_samples: Keep every reading for :meth:`drain_samples` (the run
+            store uses this); off by default to bound memory.
+    """
+
+    def __init__(
+        self,
+        gpus: Sequence[int] | None = None,
+        cpu: bool = True,
+        sample_hz: float = 1.0,
+        *,
+        sensors: Sequence[Sensor] | None = None,
+        cpu_scope: str = "machine",
+        pid: int | None = None,
+        sync_cuda: bool = True,
+        record_samples: bool = False,
+        clock: Clock = time.monotonic,
+        wall_clock: Clock = time.time,
+    ) -> None:
+        if sample_hz < 0 or not math.isfinite(sample_hz):
+            raise ValueError(f"sample_hz must be a finite number >= 0, got {sample_hz}")
+        self.notes: list[str] = []
+        if sensors is None:
+            sensors, self.notes = discover_sensors(gpus, cpu, cpu_scope, pid)
+        self._sensors = list(sensors)
+        self._clock = clock
+        self._wall_offset = wall_clock() - clock()
+        self._sync_cuda = sync_cuda
+        self._period_s = 1.0 / sample_hz if sample_hz > 0 else math.inf
+        self._channels: dict[str, _Channel] = {}
+        for sensor in self._sensors:
+            for device in sensor.devices:
+                if device.key in self._channels:
+                    raise ValueError(f"two sensors report device {device.key!r}")
+                self._channels[device.key] = _Channel(device)
+                if device.note:
+                    self.notes.append(f"{device.key}: {device.note}")
+        self._counter_sensors = [s for s in self._sensors if any(d.has_counter for d in s.devices)]
+        self._windows: dict[str, _Begin] = {}
+        self._energy_lock = threading.Lock()
+        self._samples_lock = threading.Lock()
+        self._record_samples = record_samples
+        self._pending: list[Sample] = []
+        self._warned: set[str] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.sample_now()
+        if sample_hz > 0:
+            self._thread = threading.Thread(target=self._sample_loop, name="greenml-sampler", daemon=True)
+            self._thread.start()
+
+    # ----------------------------------------------------------------- windows
+
+    @property
+    def devices(self) -> list[Device]:
+        return [ch.device for ch in self._channels.values()]
+
+    def begin_window(self, name: str, sync_execution: bool = True) -> None:
+        """Open a window; names must be unique among the open windows."""
+        if name in self._windows:
+            raise WindowError(f"window {name!r} is already open")
+        if sync_execution:
+            self._sync()
+        mono = self._clock()
+        self._windows[name] = _Begin(mono, mono + self._wall_offset, self._read_counters())
+
+    def end_window(self, name: str, sync_execution: bool = True) -> Measurement:
+        """Close a window and return what it measured."""
+        begin = self._windows.pop(name, None)
+        if begin is None:
+            raise WindowError(f"window {name!r} was not begun")
+        if sync_execution:
+            self._sync()
+        return self._measure(name, begin, self._clock(), self._read_counters())
+
+    def peek_window(self, name: str) -> Measurement:
+        """What an open window has measured so far, leaving it open."""
+        begin = self._windows.get(name)
+        if begin is None:
+            raise WindowError(f"window {name!r} is not open")
+        return self._measure(name, begin, self._clock(), self._read_counters())
+
+    @contextmanager
+    def window(self, name: str, sync_execution: bool = True) -> Iterator[WindowHandle]:
+        """``with meter.window("epoch") as w: ...`` then ``w.measurement``."""
+        handle = WindowHandle(name)
+        self.begin_window(name, sync_execution)
+        try:
+            yield handle
+        finally:
+            handle.measurement = self.end_window(name, sync_execution)
+
+    def _measure(self, name: str, begin: _Begin, end_mono: float, counters: dict[str, float]) -> Measurement:
+        duration = max(0.0, end_mono - begin.mono_s)
+        per_component: dict[str, dict[str, DeviceEnergy]] = {}
+        for key, channel in self._channels.items():
+            device = channel.device
+            per_component.setdefault(device.component, {})[key] = self._device_energy(
+                channel, begin, end_mono, duration, counters
+            )
+        started = datetime.fromtimestamp(begin.wall_s, tz=timezone.utc)
+        components = {c: ComponentEnergy(devices) for c, devices in per_component.items()}
+        return Measurement(name, started, duration, components)
+
+    def _device_energy(
+        self, channel: _Channel, begin: _Begin, end: float, duration: float, counters: dict[str, float]
+    ) -> DeviceEnergy:
+        device = channel.device
+        if device.has_counter:
+            start_j, end_j = begin.counters.get(device.key), counters.get(device.key)
+            if start_j is not None and end_j is not None:
+                return DeviceEnergy(end_j - start_j, device.method, device.uncertainty_rel, device.name)
+            method, note = POWER_INTEGRATED, "energy counter unreadable; sampled power integrated"
+        else:
+            method, note = device.method, ""
+        if duration == 0:
+            return DeviceEnergy(0.0, method, device.uncertainty_rel, device.name, note)
+        line = channel.timeline
+        covered_end = end
+        if channel.gap_start is not None and line.last_time_s is not None:
+            covered_end = min(end, max(begin.mono_s, line.last_time_s))  # no extrapolation into a gap
+        if not len(line):
+            return DeviceEnergy(0.0, method, 1.0, device.name, "no power reading in this window")
+        energy = line.energy_between(begin.mono_s, covered_end)
+        # A reading stands for its neighbourhood: over a window only a few sample
+        # periods long, the unknown power between readings dominates the error.
+        sampling = min(1.0, 0.5 * self._period_s / duration)
+        uncertainty = math.hypot(device.uncertainty_rel, sampling)
+        gap = channel.gap_seconds(begin.mono_s, end)
+        if gap > 0:
+            uncertainty += gap / duration
+            note = f"{note + '; ' if note else ''}no readings for {gap:.1f} s of {duration:.1f} s"
+        return DeviceEnergy(energy, method, min(uncertainty, 1.0), device.name, note)
+
+    # ----------------------------------------------------------------- sampling
+
+    def sample_now(self) -> None:
+        """Read every sensor once and append to the timelines."""
+        mono = self._clock()
+        wall = mono + self._wall_offset
+        if self._counter_sensors:
+            self._read_counters()  # keeps wrap-around tracking of slow counters current
+        for sensor in self._sensors:
+            powers = self._safe_read(sensor, sensor.read_power_w, "power")
+            metrics = self._safe_read(sensor, sensor.read_metrics, "metrics") if powers else {}
+            for device in sensor.devices:
+                channel = self._channels[device.key]
+                power = powers.get(device.key)
+                if power is None:
+                    if channel.gap_start is None:
+                        channel.gap_start = channel.timeline.last_time_s or mono
+                        self._warn_once(device.key, f"{device.key} ({device.name}) gave no reading")
+                    continue
+                if channel.gap_start is not None:
+                    channel.gaps.append((channel.gap_start, mono))
+                    channel.gap_start = None
+                channel.timeline.append(mono, power)
+                if self._record_samples:
+                    sample = Sample(device.key, device.component, wall, power, metrics.get(device.key, {}))
+                    with self._samples_lock:
+                        self._pending.append(sample)
+
+    def drain_samples(self) -> list[Sample]:
+        """Samples recorded since the last call (needs ``record_samples=True``)."""
+        with self._samples_lock:
+            out, self._pending = self._pending, []
+        return out
+
+    def current_power_w(self) -> float:
+        """Sum of the latest power reading of every device."""
+        return sum(ch.timeline.last_power_w or 0.0 for ch in self._channels.values())
+
+    def timeline(self, key: str) -> tuple[list[float], list[float]]:
+        """(Unix times, watts) recorded for one device."""
+        times, powers = self._channels[key].timeline.points()
+        return [t + self._wall_offset for t in times], powers
+
+    def _sample_loop(self) -> None:
+        next_at = self._clock() + self._period_s
+        while not self._stop.wait(max(0.0, next_at - self._clock())):
+            try:
+                self.sample_now()
+            except Exception as exc:  # the sampler must never die silently or loudly
+                self._warn_once("sampler", f"sampler error: {exc!r}")
+            next_at += self._period_s
+            now = self._clock()
+            if next_at < now:  # we fell behind (a suspended process): skip, don't burst
+                next_at = now + self._period_s
+
+    # ----------------------------------------------------------------- plumbing
+
+    def _read_counters(self) -> dict[str, float]:
+        counters: dict[str, float] = {}
+        with self._energy_lock:
+            for sensor in self._counter_sensors:
+                counters.update(self._safe_read(sensor, sensor.read_energy_j, "energy"))
+        return counters
+
+    def _safe_read(self, sensor: Sensor, read: Callable[[], dict[str, Any]], what: str) -> dict[str, Any]:
+        try:
+            return read()
+        except Exception as exc:  # SensorError, or a bug in a backend: never the user's problem
+            self._warn_once(f"{id(sensor)}:{what}", f"{type(sensor).__name__} {what} read failed: {exc}")
+            return {}
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("greenml: %s; the gap is recorded and labelled", message)
+
+    def _sync(self) -> None:
+        if not self._sync_cuda:
+            return
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return
+        try:
+            if torch.cuda.is_initialized():
+                torch.cuda.synchronize()
+        except Exception as exc:
+            self._warn_once("cuda-sync", f"CUDA synchronize failed: {exc}")
+
+    def close(self) -> None:
+        """Stop the sampler and release the sensors."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        for sensor in self._sensors:
+            try:
+                sensor.close()
+            except Exception as exc:
+                log.debug("closing %s failed: %s", sensor, exc)
+
+    def __enter__(self) -> Meter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def discover_sensors(
+    gpus: Sequence[int] | None, cpu: bool, cpu_scope: str = "machine", pid: int | None = None
+) -> tuple[list[Sensor], list[str]]:
+    """The machine's sensors, and notes on what could not be measured and why."""
+    sensors: list[Sensor] = []
+    notes: list[str] = []
+    if gpus is None or len(gpus) > 0:
+        from greenml.sensors.nvml import NvmlSensor
+
+        try:
+            sensors.append(NvmlSensor(indices=gpus))
+        except SensorUnavailable as exc:
+            if gpus:  # the user asked for these GPUs: not having them is an error
+                raise
+            notes.append(f"no GPU measured: {exc}")
+    if cpu:
+        from greenml.sensors.discover import discover_cpu_sensors
+
+        cpu_sensors, cpu_notes = discover_cpu_sensors(scope=cpu_scope, pid=pid)
+        sensors.extend(cpu_sensors)
+        notes.extend(cpu_notes)
+    return sensors, notes
+
+
+_default_meter: Meter | None = None
+_default_lock = threading.Lock()
+_track_ids = itertools.count()
+
+
+def default_meter() -> Meter:
+    """The process-wide Meter that :func:`track` uses, created on first use."""
+    global _default_meter
+    with _default_lock:
+        if _default_meter is None:
+            _default_meter = Meter()
+        return _default_meter
+
+
+@overload
+def track(func: F) -> F: ...
+@overload
+def track(
+    *, name: str | None = None, meter: Meter | None = None,
+    on_measurement: Callable[[Measurement], None] | None = None,
+) -> Callable[[F], F]: ...
+def track(
+    func: F | None = None,
+    *,
+    name: str | None = None,
+    meter: Meter | None = None,
+    on_measurement: Callable[[Measurement], None] | None = None,
+) -> F | Callable[[F], F]:
+    """Measure every call of a function in a window; ``fn.last_measurement`` holds the last.
+
+    Usable bare (``@track``) or with options (``@track(name="eval")``).
+    Concurrent and recursive calls each get their own window.
+    """
+
+    def decorate(fn: F) -> F:
+        window_name = name or fn.__qualname__
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            m = meter or default_meter()
+            key = f"{window_name}#{next(_track_ids)}"
+            m.begin_window(key)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                measurement = replace(m.end_window(key), name=window_name)
+                wrapper.last_measurement = measurement  # type: ignore[attr-defined]
+                if on_measurement is not None:
+                    on_measurement(measurement)
+
+        wrapper.last_measurement = None  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate(func) if func is not None else decorate
