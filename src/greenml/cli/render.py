@@ -1,0 +1,75 @@
+"""How figures look in a terminal: energy with its unit, method and uncertainty."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from greenml.measurement import JOULES_PER_KWH, Measurement
+
+
+def energy(joules: float) -> str:
+    """Joules in the unit a person reads best (J, kJ, Wh, kWh, MWh)."""
+    if joules < 1_000:
+        return f"{joules:.1f} J"
+    if joules < 36_000:
+        return f"{joules / 1000:.2f} kJ"
+    if joules < JOULES_PER_KWH:
+        return f"{joules / 3600:.2f} Wh"
+    if joules < 1000 * JOULES_PER_KWH:
+        return f"{joules / JOULES_PER_KWH:.3f} kWh"
+    return f"{joules / JOULES_PER_KWH / 1000:.3f} MWh"
+
+
+def duration(seconds: float) -> str:
+    """``1:02:03`` for long runs, ``12.3 s`` for short ones."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def percent(rel: float) -> str:
+    return f"±{rel * 100:.0f} %" if rel >= 0.01 else f"±{rel * 100:.1f} %"
+
+
+def status_line(elapsed_s: float, power_w: float, energy_j: float, uncertainty_rel: float) -> str:
+    """The live line ``greenml run`` keeps on a terminal."""
+    return (
+        f"greenml ▸ {duration(elapsed_s)} · {power_w:.0f} W · "
+        f"{energy_j / 3600:.3f} Wh ({percent(uncertainty_rel)})"
+    )
+
+
+def measurement_table(m: Measurement, title: str) -> Any:
+    """A rich Table: one row per device, a total row, methods and uncertainties."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for header, justify in (
+        ("component", "left"), ("device", "left"), ("energy", "right"),
+        ("avg power", "right"), ("method", "left"), ("uncertainty", "right"),
+    ):
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    secs = m.duration_s
+    if not m.components:
+        table.add_row("-", "nothing measured (no sensor enabled or available)", "-", "-", "-", "-")
+        return table
+    for comp_name, comp in m.components.items():
+        for key, dev in comp.devices.items():
+            avg = f"{dev.energy_j / secs:.1f} W" if secs > 0 else "-"
+            table.add_row(comp_name, f"{key} {dev.name}", energy(dev.energy_j), avg, dev.method,
+                          percent(dev.uncertainty_rel))
+    table.add_section()
+    avg_total = f"{m.average_power_w:.1f} W" if secs > 0 else "-"
+    table.add_row("total", "", energy(m.total_j), avg_total, "", percent(m.uncertainty_rel),
+                  style="bold")
+    return table
+
+
+def print_err(renderable: Any) -> None:
+    """Print to stderr (greenml never writes its own output into the command's stdout)."""
+    from rich.console import Console
+
+    Console(file=sys.stderr, highlight=False).print(renderable)

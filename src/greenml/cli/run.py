@@ -1,0 +1,116 @@
+"""``greenml run [OPTIONS] -- COMMAND [ARGS]...``"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from greenml.cli import render
+
+if TYPE_CHECKING:
+    from greenml.meter import Meter
+    from greenml.runner import RunOptions, RunResult
+
+
+@click.command(context_settings={"allow_interspersed_args": False})
+@click.option("--name", help="A name for the run.")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Label the run (repeatable).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the run record to this JSON file.")
+@click.option("--db", "db_url", metavar="URL", help="Run store: a path, sqlite:///… or postgresql://… "
+              "(default: $GREENML_DB or the per-user SQLite file).")
+@click.option("--gpus", metavar="LIST", help="GPU indices to measure, e.g. 0,1, or 'none' (default: all visible).")
+@click.option("--no-cpu", is_flag=True, help="Do not measure the CPU and DRAM.")
+@click.option("--cpu-scope", type=click.Choice(["process", "machine"]), default="process", show_default=True,
+              help="For the CPU/DRAM model: the command's process tree or the whole machine.")
+@click.option("--sample-hz", type=float, default=1.0, show_default=True, help="Power sampling rate.")
+@click.option("--no-hostname", is_flag=True, help="Do not record the host name.")
+@click.option("-q", "--quiet", is_flag=True, help="No live status line and no summary.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(
+    name: str | None, tags: tuple[str, ...], json_path: Path | None, db_url: str | None,
+    gpus: str | None, no_cpu: bool, cpu_scope: str, sample_hz: float, no_hostname: bool,
+    quiet: bool, command: tuple[str, ...],
+) -> int:
+    """Run COMMAND, measure its energy, save the run, and exit with COMMAND's exit code."""
+    from greenml.process import exit_like
+    from greenml.runner import RunOptions, parse_tags, run_measured
+
+    if json_path is not None and not json_path.resolve().parent.is_dir():
+        raise click.BadParameter(f"directory of {json_path} does not exist", param_hint="--json")
+    options = RunOptions(
+        command=command, name=name, tags=parse_tags(tags), db_url=db_url, gpus=_parse_gpus(gpus),
+        cpu=not no_cpu, cpu_scope=cpu_scope, sample_hz=sample_hz, include_hostname=not no_hostname,
+    )
+    live = None if quiet or not sys.stderr.isatty() else _LiveLine()
+    result = run_measured(options, on_tick=live.update if live else None)
+    if live:
+        live.clear()
+    if not quiet:
+        _summarize(result)
+    if result.store_error:
+        print(f"greenml: error: run not saved: {result.store_error}", file=sys.stderr)
+    if json_path is not None:
+        record = result.record or _unsaved_record(options, result)
+        json_path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return exit_like(result.exit_code)
+
+
+def _parse_gpus(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    if text.strip().lower() == "none":
+        return []
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of indices", param_hint="--gpus") from None
+
+
+class _LiveLine:
+    """A one-line status on the terminal, redrawn in place."""
+
+    def __init__(self) -> None:
+        self._t0 = time.monotonic()
+
+    def update(self, meter: Meter) -> None:
+        from greenml.runner import RUN_WINDOW
+
+        m = meter.peek_window(RUN_WINDOW)
+        elapsed = time.monotonic() - self._t0
+        line = render.status_line(elapsed, meter.current_power_w(), m.total_j, m.uncertainty_rel)
+        sys.stderr.write(f"\r\x1b[2K{line}")
+        sys.stderr.flush()
+
+    def clear(self) -> None:
+        sys.stderr.write("\r\x1b[2K")
+        sys.stderr.flush()
+
+
+def _summarize(result: RunResult) -> None:
+    m = result.measurement
+    run_id = result.record["id"] if result.record else "(not saved)"
+    verdict = "completed" if result.exit_code == 0 else f"failed (exit {result.exit_code})"
+    title = f"greenml run {run_id} · {verdict} · {render.duration(m.duration_s)}"
+    render.print_err(render.measurement_table(m, title))
+    for note in result.notes:
+        print(f"  note: {note}", file=sys.stderr)
+
+
+def _unsaved_record(options: RunOptions, result: RunResult) -> dict[str, Any]:
+    """The run record when the store could not take it (``--json`` still gets it)."""
+    m = result.measurement
+    return {
+        "id": None, "name": options.name, "command": list(options.command),
+        "started_at": m.started_at.isoformat(), "duration_s": m.duration_s,
+        "exit_code": result.exit_code, "status": "completed" if result.exit_code == 0 else "failed",
+        "energy": m.to_dict(), "environment": {}, "tags": options.tags,
+        "saved": False, "store_error": result.store_error,
+    }

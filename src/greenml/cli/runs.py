@@ -1,0 +1,144 @@
+"""``greenml runs list | show | export``: read the run store."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from greenml.cli import render
+
+_db_option = click.option("--db", "db_url", metavar="URL",
+                          help="Run store URL or path (default: $GREENML_DB or the per-user SQLite file).")
+
+
+@click.group()
+def runs() -> None:
+    """List, show and export stored runs."""
+
+
+@runs.command("list")
+@_db_option
+@click.option("-n", "--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@click.option("--name", help="Only runs with this name.")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Only runs with this tag.")
+def list_runs(db_url: str | None, limit: int, name: str | None, tags: tuple[str, ...]) -> None:
+    """The newest runs, one line each."""
+    from rich.table import Table
+
+    from greenml.runner import parse_tags
+    from greenml.store import open_store
+
+    with open_store(db_url) as store:
+        rows = store.list_runs(limit=limit, name=name, tag=parse_tags(tags) or None)
+    if not rows:
+        print("no runs stored yet: try `greenml run -- python train.py`")
+        return
+    table = Table(show_edge=False, pad_edge=False)
+    for header in ("id", "name", "started (UTC)", "status", "duration", "energy", "command"):
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        kwh = row.get("total_kwh")
+        table.add_row(
+            row["id"], row.get("name") or "", _short_time(row.get("started_at")), row["status"],
+            render.duration(row["duration_s"]) if row.get("duration_s") is not None else "-",
+            render.energy(kwh * 3.6e6) if kwh is not None else "-",
+            " ".join(row.get("command") or [])[:60],
+        )
+    _console().print(table)
+
+
+@runs.command("show")
+@_db_option
+@click.argument("run_id")
+def show(db_url: str | None, run_id: str) -> None:
+    """One run: what ran, how it ended, energy per component and device."""
+    from greenml.store import open_store
+
+    with open_store(db_url) as store:
+        record = store.get_record(run_id)
+    console = _console()
+    status = record["status"] + (f" (exit {record['exit_code']})" if record.get("exit_code") is not None else "")
+    lines = [
+        ("id", record["id"]),
+        ("name", record.get("name") or ""),
+        ("command", " ".join(record.get("command") or [])),
+        ("started", record.get("started_at") or ""),
+        ("duration", render.duration(record["duration_s"]) if record.get("duration_s") is not None else "-"),
+        ("status", status),
+        ("tags", ", ".join(f"{k}={v}" for k, v in (record.get("tags") or {}).items())),
+    ]
+    for label, value in lines:
+        console.print(f"[bold]{label:>9}[/bold]  {value}", highlight=False, markup=True)
+    console.print(_energy_table(record.get("energy") or {}))
+    env = record.get("environment") or {}
+    if env:
+        console.print(f"[bold]{'env':>9}[/bold]  {_environment_line(env)}", highlight=False)
+
+
+@runs.command("export")
+@_db_option
+@click.argument("run_id")
+@click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True,
+              help="json: the run record; csv: its power samples.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File (default: stdout).")
+def export(db_url: str | None, run_id: str, fmt: str, output: Path | None) -> None:
+    """Write a run record (JSON) or its samples (CSV)."""
+    from greenml.store import open_store
+    from greenml.store.export import record_to_json, samples_to_csv
+
+    with open_store(db_url) as store:
+        record = store.get_record(run_id)
+        samples = store.samples(record["id"]) if fmt == "csv" else []
+    handle = output.open("w", newline="") if output else sys.stdout
+    try:
+        if fmt == "json":
+            handle.write(record_to_json(record) + "\n")
+        else:
+            samples_to_csv(samples, handle)
+    finally:
+        if output:
+            handle.close()
+
+
+def _energy_table(energy: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(show_edge=False, pad_edge=False, title="energy", title_justify="left")
+    for header in ("component", "device", "energy", "method", "uncertainty", "note"):
+        table.add_column(header, overflow="fold")
+    for comp_name, comp in (energy.get("components") or {}).items():
+        for key, dev in (comp.get("devices") or {}).items():
+            table.add_row(comp_name, f"{key} {dev.get('name', '')}", render.energy(dev["energy_j"]),
+                          dev["method"], render.percent(dev["uncertainty_rel"]), dev.get("note", ""))
+    if "total_j" in energy:
+        table.add_section()
+        rel = energy.get("uncertainty_rel")
+        table.add_row("total", "", render.energy(energy["total_j"]), "",
+                      render.percent(rel) if rel is not None else "", energy.get("note", ""), style="bold")
+    return table
+
+
+def _environment_line(env: dict[str, Any]) -> str:
+    python = (env.get("python") or {}).get("version", "?")
+    cpu = (env.get("cpu") or {}).get("model", "?")
+    gpus = [g.get("name", "?") for g in (env.get("gpu") or {}).get("gpus", [])]
+    git = env.get("git") or {}
+    commit = f" · git {git['commit'][:10]}{' (dirty)' if git.get('dirty') else ''}" if git.get("commit") else ""
+    return f"Python {python} · {cpu} · {', '.join(gpus) or 'no GPU'}{commit}"
+
+
+def _short_time(iso: str | None) -> str:
+    if not iso:
+        return "-"
+    return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)

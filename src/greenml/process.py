@@ -1,0 +1,86 @@
+"""Run a child command the way a shell would, forwarding signals to it.
+
+The signals greenml forwards are blocked in greenml and collected with
+``sigtimedwait``, so none is lost and none interrupts greenml's own work. A
+signal the terminal sent to the whole foreground process group (Ctrl-C, the
+kernel's ``SI_KERNEL`` code) already reached the child, which shares greenml's
+process group, and is not sent twice; one sent to greenml alone (``kill``) is
+forwarded.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Sequence
+
+from greenml.errors import ConfigError
+
+FORWARDED = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
+_WAITED = {*FORWARDED, signal.SIGCHLD}
+_SI_KERNEL = 0x80  # siginfo code of signals the kernel sends, e.g. from the terminal
+
+
+class Child:
+    """A child process with greenml's stdin, stdout and stderr, untouched."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.forwarded: list[int] = []
+        self._mask_before = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
+        try:
+            self.proc = subprocess.Popen(list(argv), preexec_fn=self._restore_mask_in_child)
+        except FileNotFoundError:
+            self.restore_signals()
+            raise ConfigError(f"command not found: {argv[0]}") from None
+        except PermissionError:
+            self.restore_signals()
+            raise ConfigError(f"permission denied: {argv[0]} is not executable") from None
+        except OSError as exc:
+            self.restore_signals()
+            raise ConfigError(f"cannot run {argv[0]}: {exc.strerror}") from None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _restore_mask_in_child(self) -> None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._mask_before)
+
+    def wait(self, tick: Callable[[], None], tick_s: float = 1.0) -> int:
+        """Wait for the child, forwarding signals and calling ``tick`` about every ``tick_s``.
+
+        Returns the child's return code (negative: killed by that signal).
+        """
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                return code
+            info = signal.sigtimedwait(_WAITED, tick_s)
+            if info is None:
+                tick()
+            elif info.si_signo != signal.SIGCHLD and info.si_code != _SI_KERNEL:
+                self.forwarded.append(info.si_signo)
+                self.proc.send_signal(info.si_signo)
+
+    def restore_signals(self) -> None:
+        """Give greenml its original signal mask back."""
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._mask_before)
+
+
+def exit_like(code: int) -> int:
+    """Leave the way the child left: die of its signal, or return its exit code."""
+    if code >= 0:
+        return code
+    signum = -code
+    signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+    os.kill(os.getpid(), signum)
+    return 128 + signum  # only reached for signals that do not terminate

@@ -1,0 +1,125 @@
+"""``greenml run``: measure a command from start to exit and store the run."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from greenml.errors import ConfigError
+from greenml.measurement import Measurement
+from greenml.meter import Meter
+from greenml.process import Child
+from greenml.recorder import Recorder, RunStart
+
+RUN_WINDOW = "run"
+
+
+@dataclass
+class RunOptions:
+    """What ``greenml run`` was asked to do."""
+
+    command: Sequence[str]
+    name: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    db_url: str | None = None
+    gpus: Sequence[int] | None = None
+    cpu: bool = True
+    cpu_scope: str = "process"
+    sample_hz: float = 1.0
+    include_hostname: bool = True
+
+
+@dataclass
+class RunResult:
+    """How the command ended and what it cost."""
+
+    exit_code: int
+    measurement: Measurement
+    record: dict[str, Any] | None
+    notes: list[str]
+    store_error: str | None
+    forwarded_signals: list[int]
+
+
+def parse_tags(pairs: Sequence[str]) -> dict[str, str]:
+    """``["k=v", ...]`` → ``{"k": "v"}``; a pair without ``=`` or key is an error."""
+    tags: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"tag {pair!r} is not of the form key=value")
+        tags[key.strip()] = value
+    return tags
+
+
+def run_measured(options: RunOptions, on_tick: Callable[[Meter], None] | None = None) -> RunResult:
+    """Run the command as a child, measure it, store it; the child's exit code is returned.
+
+    ``on_tick`` is called about once a second with the Meter (a live status line).
+    """
+    if not options.command:
+        raise ConfigError("no command given: use greenml run [OPTIONS] -- COMMAND [ARGS]...")
+    if options.sample_hz <= 0 or options.sample_hz > 100:
+        raise ConfigError(f"--sample-hz must be in (0, 100], got {options.sample_hz}")
+    _preflight_store(options.db_url)
+    started_at = time.time()
+    child = Child(options.command)
+    try:
+        meter = Meter(
+            gpus=options.gpus, cpu=options.cpu, sample_hz=options.sample_hz,
+            cpu_scope=options.cpu_scope, pid=child.pid, record_samples=True,
+        )
+        meter.begin_window(RUN_WINDOW, sync_execution=False)
+        recorder = Recorder(
+            RunStart(
+                name=options.name, command=list(options.command), tags=dict(options.tags),
+                started_at=started_at, pid=os.getpid(),
+                hostname=socket.gethostname() if options.include_hostname else None,
+                db_url=options.db_url, include_hostname=options.include_hostname,
+            ),
+            meter,
+        )
+        code = child.wait(tick=lambda: on_tick(meter) if on_tick else None)
+    finally:
+        child.restore_signals()
+    measurement = meter.end_window(RUN_WINDOW, sync_execution=False)
+    meter.close()
+    status = "completed" if code == 0 else "failed"
+    record = recorder.finish(measurement, exit_code=code, status=status, ended_at=time.time())
+    return RunResult(
+        exit_code=code,
+        measurement=measurement,
+        record=record,
+        notes=meter.notes,
+        store_error=str(recorder.error) if recorder.error else None,
+        forwarded_signals=child.forwarded,
+    )
+
+
+def _preflight_store(db_url: str | None) -> None:
+    """Refuse to start when the SQLite database is clearly unusable (cheap checks only)."""
+    from greenml.store.url import resolve_url, sqlite_path
+
+    path = sqlite_path(resolve_url(db_url))
+    if path is None:
+        return  # a server database: checked when it is opened, while the command runs
+    if path.exists():
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise ConfigError(f"database {path} is not readable and writable")
+        with path.open("rb") as handle:
+            header = handle.read(16)
+        if header and header != b"SQLite format 3\x00":
+            raise ConfigError(f"database {path} is not a SQLite database (corrupt or another file)")
+    elif not os.access(_existing_parent(path), os.W_OK):
+        raise ConfigError(f"cannot create database {path}: directory not writable")
+
+
+def _existing_parent(path: Any) -> Any:
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent
