@@ -76,5 +76,5 @@ class Sensor(ABC):
         """
         return {}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: most sensors hold nothing
         """Release handles; the sensor is not used afterwards."""
