@@ -80,7 +80,8 @@ def exit_like(code: int) -> int:
     if code >= 0:
         return code
     signum = -code
-    signal.signal(signum, signal.SIG_DFL)
+    if signum not in (signal.SIGKILL, signal.SIGSTOP):  # these cannot be handled anyway
+        signal.signal(signum, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
     os.kill(os.getpid(), signum)
     return 128 + signum  # only reached for signals that do not terminate

@@ -7,6 +7,7 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from greenml.errors import ConfigError
@@ -114,11 +115,13 @@ def _preflight_store(db_url: str | None) -> None:
             header = handle.read(16)
         if header and header != b"SQLite format 3\x00":
             raise ConfigError(f"database {path} is not a SQLite database (corrupt or another file)")
-    elif not os.access(_existing_parent(path), os.W_OK):
-        raise ConfigError(f"cannot create database {path}: directory not writable")
+    else:
+        parent = _existing_ancestor(path)
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise ConfigError(f"cannot create database {path}: {parent} is not a writable directory")
 
 
-def _existing_parent(path: Any) -> Any:
+def _existing_ancestor(path: Path) -> Path:
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent

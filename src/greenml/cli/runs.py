@@ -26,7 +26,8 @@ def runs() -> None:
 @click.option("-n", "--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
 @click.option("--name", help="Only runs with this name.")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Only runs with this tag.")
-def list_runs(db_url: str | None, limit: int, name: str | None, tags: tuple[str, ...]) -> None:
+@click.option("--json", "as_json", is_flag=True, help="JSON lines instead of a table.")
+def list_runs(db_url: str | None, limit: int, name: str | None, tags: tuple[str, ...], as_json: bool) -> None:
     """The newest runs, one line each."""
     from rich.table import Table
 
@@ -35,6 +36,10 @@ def list_runs(db_url: str | None, limit: int, name: str | None, tags: tuple[str,
 
     with open_store(db_url) as store:
         rows = store.list_runs(limit=limit, name=name, tag=parse_tags(tags) or None)
+    if as_json:
+        for row in rows:
+            print(json.dumps(row, ensure_ascii=False))
+        return
     if not rows:
         print("no runs stored yet: try `greenml run -- python train.py`")
         return
