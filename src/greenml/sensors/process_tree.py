@@ -1,0 +1,133 @@
+"""A process and its descendants, followed cheaply between reads (CPU seconds, members)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+from greenml.errors import SensorError, SensorUnavailable
+
+
+@dataclass
+class _Tracked:
+    proc: Any  # psutil.Process
+    ppid: int
+    cpu_s: float | None = None  # own + reaped children CPU seconds at the last read
+
+
+def _pids() -> set[int]:
+    """The PIDs of the machine (on Linux a plain listing of /proc, cheaper than psutil)."""
+    try:
+        return {int(name) for name in os.listdir(b"/proc") if name.isdigit()}
+    except OSError:
+        return set(psutil.pids())
+
+
+class ProcessTree:
+    """A process and its descendants, followed cheaply between reads.
+
+    The tree is scanned once; after that only PIDs that appeared since the
+    previous scan (at most one per ``RESCAN_S``) are examined. CPU time is
+    ``user + system`` of each live member plus the time of its reaped children
+    (``children_user/system``): children that exited between two reads are
+    counted once, and a child found late is counted in full when found.
+    A member is assumed reaped by the parent it had when found: a parent's
+    exit reparents its children, and a gone parent means nothing to subtract.
+    """
+
+    RESCAN_S = 1.0
+
+    def __init__(self, pid: int | None = None) -> None:
+        root_pid = os.getpid() if pid is None else pid
+        try:
+            root = psutil.Process(root_pid)
+            members = [root, *root.children(recursive=True)]
+        except psutil.Error as exc:
+            raise SensorUnavailable(f"cannot follow process {root_pid}: {exc}") from None
+        self.pid = root_pid
+        self._known_pids = _pids()
+        self._discovered_at = time.monotonic()
+        self._members: dict[int, _Tracked] = {}
+        for proc in members:
+            try:
+                self._members[proc.pid] = _Tracked(proc, proc.ppid())
+            except psutil.Error:
+                continue
+        self._cpu_s = 0.0  # may dip for a moment when a parent reaps late
+        self._pending_s = 0.0  # adjustments from members dropped by members()
+        self._cpu_reported = 0.0
+        try:
+            self.cpu_seconds()  # baseline: time spent before construction is not counted
+        except SensorError as exc:
+            raise SensorUnavailable(str(exc)) from None
+        self._cpu_s = self._cpu_reported = 0.0
+
+    def _discover(self) -> None:
+        now = time.monotonic()
+        if now - self._discovered_at < self.RESCAN_S:
+            return
+        self._discovered_at = now
+        pids = _pids()
+        new = pids - self._known_pids
+        self._known_pids = pids
+        pending: dict[int, _Tracked] = {}
+        for pid in new:
+            try:
+                proc = psutil.Process(pid)
+                pending[pid] = _Tracked(proc, proc.ppid())
+            except psutil.Error:
+                continue
+        added = True
+        while added:  # parents before children, whatever the PID order
+            added = False
+            for pid, tracked in list(pending.items()):
+                if tracked.ppid in self._members:
+                    self._members[pid] = pending.pop(pid)
+                    added = True
+
+    def _drop(self, gone: list[int]) -> None:
+        """Forget exited members; time a tracked parent reaped is in its children_*."""
+        for pid in gone:
+            t = self._members[pid]
+            if t.cpu_s is not None and t.ppid in self._members:
+                self._pending_s -= t.cpu_s
+        for pid in gone:
+            del self._members[pid]
+
+    def members(self) -> list[Any]:
+        """The live psutil.Process objects of the tree (new descendants included)."""
+        self._discover()
+        self._drop([pid for pid in self._members if pid not in self._known_pids])
+        return [t.proc for t in self._members.values()]
+
+    def cpu_seconds(self) -> float:
+        """Cumulative CPU seconds of the tree since construction (never decreases).
+
+        Raises:
+            SensorError: The whole tree has exited.
+        """
+        self._discover()
+        delta = 0.0
+        gone: list[int] = []
+        for pid, t in self._members.items():
+            try:
+                ct = t.proc.cpu_times()
+            except psutil.NoSuchProcess:
+                gone.append(pid)
+                continue
+            except psutil.Error:
+                continue  # access denied: skip this member this time
+            total = ct.user + ct.system + ct.children_user + ct.children_system
+            delta += total if t.cpu_s is None else total - t.cpu_s
+            t.cpu_s = total
+        self._drop(gone)
+        if not self._members:
+            raise SensorError(f"process {self.pid} and its children have exited")
+        self._cpu_s += delta + self._pending_s
+        self._pending_s = 0.0
+        self._cpu_reported = max(self._cpu_reported, self._cpu_s)
+        return self._cpu_reported
