@@ -77,9 +77,14 @@ class Recorder:
         self._store.heartbeat(self.run_id)
 
     def finish(
-        self, measurement: Measurement, *, exit_code: int, status: str, ended_at: float
+        self, measurement: Measurement, *, exit_code: int, status: str, ended_at: float,
+        notes: list[str] | None = None,
     ) -> dict[str, Any] | None:
-        """Flush the rest, store the final figures and return the run record."""
+        """Flush the rest, store the final figures and return the run record.
+
+        ``notes`` say how each figure was obtained when that is not obvious
+        (a fallback, a missing sensor); they are kept in the energy block.
+        """
         self._stop.set()
         self._thread.join()
         if self.error is not None or self.run_id is None:
@@ -89,7 +94,8 @@ class Recorder:
             self._store.add_windows(self.run_id, [measurement])
             self._store.finish_run(
                 self.run_id, status=status, exit_code=exit_code,
-                duration_s=measurement.duration_s, energy=measurement.to_dict(), ended_at=ended_at,
+                duration_s=measurement.duration_s, ended_at=ended_at,
+                energy={**measurement.to_dict(), "notes": list(notes or [])},
             )
             record: dict[str, Any] = self._store.get_record(self.run_id)
             return record

@@ -90,7 +90,9 @@ def run_measured(options: RunOptions, on_tick: Callable[[Meter], None] | None = 
     measurement = meter.end_window(RUN_WINDOW, sync_execution=False)
     meter.close()
     status = "completed" if code == 0 else "failed"
-    record = recorder.finish(measurement, exit_code=code, status=status, ended_at=time.time())
+    record = recorder.finish(
+        measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes
+    )
     return RunResult(
         exit_code=code,
         measurement=measurement,

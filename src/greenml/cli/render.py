@@ -47,11 +47,12 @@ def measurement_table(m: Measurement, title: str) -> Any:
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for header, justify in (
-        ("component", "left"), ("device", "left"), ("energy", "right"),
-        ("avg power", "right"), ("method", "left"), ("uncertainty", "right"),
-    ):
-        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    table.add_column("component")
+    table.add_column("device", overflow="ellipsis", no_wrap=True, max_width=36)
+    for header in ("energy", "avg power"):
+        table.add_column(header, justify="right")
+    table.add_column("method")
+    table.add_column("uncertainty", justify="right")
     secs = m.duration_s
     if not m.components:
         table.add_row("-", "nothing measured (no sensor enabled or available)", "-", "-", "-", "-")

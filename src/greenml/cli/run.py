@@ -111,6 +111,6 @@ def _unsaved_record(options: RunOptions, result: RunResult) -> dict[str, Any]:
         "id": None, "name": options.name, "command": list(options.command),
         "started_at": m.started_at.isoformat(), "duration_s": m.duration_s,
         "exit_code": result.exit_code, "status": "completed" if result.exit_code == 0 else "failed",
-        "energy": m.to_dict(), "environment": {}, "tags": options.tags,
+        "energy": {**m.to_dict(), "notes": result.notes}, "environment": {}, "tags": options.tags,
         "saved": False, "store_error": result.store_error,
     }
