@@ -100,7 +100,11 @@ def test_device_without_counter_is_power_integrated() -> None:
 def test_short_window_without_counter_is_more_uncertain() -> None:
     clock = ManualClock()
     meter = Meter(
-        sensors=[FakeSensor([FakeDevice("cpu0", [(0, 50)], method=ESTIMATED, uncertainty_rel=0.3)], clock)],
+        sensors=[
+            FakeSensor(
+                [FakeDevice("cpu0", [(0, 50)], method=ESTIMATED, uncertainty_rel=0.3)], clock
+            )
+        ],
         sample_hz=1.0,
         clock=clock,
     )
@@ -115,7 +119,9 @@ def test_short_window_without_counter_is_more_uncertain() -> None:
     assert 0.3 <= long.components["cpu"].uncertainty_rel < 0.31
 
 
-def test_lost_gpu_falls_back_to_its_samples_and_is_labelled(caplog: pytest.LogCaptureFixture) -> None:
+def test_lost_gpu_falls_back_to_its_samples_and_is_labelled(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     clock = ManualClock()
     meter = meter_for(
         [FakeDevice("gpu0", [(0, 100)]), FakeDevice("gpu1", [(0, 100)], lost_at_s=5)], clock

@@ -15,7 +15,9 @@ from greenml import __version__
 HOSTNAME_ENV = "GREENML_NO_HOSTNAME"
 
 
-def capture_environment(include_hostname: bool | None = None, cwd: str | None = None) -> dict[str, Any]:
+def capture_environment(
+    include_hostname: bool | None = None, cwd: str | None = None
+) -> dict[str, Any]:
     """Describe this machine and software.
 
     Args:
@@ -37,7 +39,11 @@ def capture_environment(include_hostname: bool | None = None, cwd: str | None = 
         },
         "packages": installed_packages(),
         "git": git_state(cwd),
-        "os": {"system": platform.system(), "release": platform.release(), "platform": platform.platform()},
+        "os": {
+            "system": platform.system(),
+            "release": platform.release(),
+            "platform": platform.platform(),
+        },
         "cpu": {"model": cpu_model_name(), "logical_cores": os.cpu_count()},
         "gpu": nvml_environment(),
         "hostname": socket.gethostname() if include_hostname else None,

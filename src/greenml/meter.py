@@ -139,7 +139,9 @@ class Meter:
         self._thread: threading.Thread | None = None
         self.sample_now()
         if sample_hz > 0:
-            self._thread = threading.Thread(target=self._sample_loop, name="greenml-sampler", daemon=True)
+            self._thread = threading.Thread(
+                target=self._sample_loop, name="greenml-sampler", daemon=True
+            )
             self._thread.start()
 
     # ----------------------------------------------------------------- windows
@@ -183,7 +185,9 @@ class Meter:
         finally:
             handle.measurement = self.end_window(name, sync_execution)
 
-    def _measure(self, name: str, begin: _Begin, end_mono: float, counters: dict[str, float]) -> Measurement:
+    def _measure(
+        self, name: str, begin: _Begin, end_mono: float, counters: dict[str, float]
+    ) -> Measurement:
         duration = max(0.0, end_mono - begin.mono_s)
         per_component: dict[str, dict[str, DeviceEnergy]] = {}
         for key, channel in self._channels.items():
@@ -196,13 +200,20 @@ class Meter:
         return Measurement(name, started, duration, components)
 
     def _device_energy(
-        self, channel: _Channel, begin: _Begin, end: float, duration: float, counters: dict[str, float]
+        self,
+        channel: _Channel,
+        begin: _Begin,
+        end: float,
+        duration: float,
+        counters: dict[str, float],
     ) -> DeviceEnergy:
         device = channel.device
         if device.has_counter:
             start_j, end_j = begin.counters.get(device.key), counters.get(device.key)
             if start_j is not None and end_j is not None:
-                return DeviceEnergy(end_j - start_j, device.method, device.uncertainty_rel, device.name)
+                return DeviceEnergy(
+                    end_j - start_j, device.method, device.uncertainty_rel, device.name
+                )
             method, note = POWER_INTEGRATED, "energy counter unreadable; sampled power integrated"
         else:
             method, note = device.method, ""
@@ -211,7 +222,9 @@ class Meter:
         line = channel.timeline
         covered_end = end
         if channel.gap_start is not None and line.last_time_s is not None:
-            covered_end = min(end, max(begin.mono_s, line.last_time_s))  # no extrapolation into a gap
+            covered_end = min(
+                end, max(begin.mono_s, line.last_time_s)
+            )  # no extrapolation into a gap
         if not len(line):
             return DeviceEnergy(0.0, method, 1.0, device.name, "no power reading in this window")
         energy = line.energy_between(begin.mono_s, covered_end)
@@ -249,7 +262,9 @@ class Meter:
                     channel.gap_start = None
                 channel.timeline.append(mono, power)
                 if self._record_samples:
-                    sample = Sample(device.key, device.component, wall, power, metrics.get(device.key, {}))
+                    sample = Sample(
+                        device.key, device.component, wall, power, metrics.get(device.key, {})
+                    )
                     with self._samples_lock:
                         self._pending.append(sample)
 
@@ -289,11 +304,15 @@ class Meter:
                 counters.update(self._safe_read(sensor, sensor.read_energy_j, "energy"))
         return counters
 
-    def _safe_read(self, sensor: Sensor, read: Callable[[], dict[str, Any]], what: str) -> dict[str, Any]:
+    def _safe_read(
+        self, sensor: Sensor, read: Callable[[], dict[str, Any]], what: str
+    ) -> dict[str, Any]:
         try:
             return read()
         except Exception as exc:  # SensorError, or a bug in a backend: never the user's problem
-            self._warn_once(f"{id(sensor)}:{what}", f"{type(sensor).__name__} {what} read failed: {exc}")
+            self._warn_once(
+                f"{id(sensor)}:{what}", f"{type(sensor).__name__} {what} read failed: {exc}"
+            )
             return {}
 
     def _warn_once(self, key: str, message: str) -> None:
@@ -374,7 +393,9 @@ def default_meter() -> Meter:
 def track(func: F) -> F: ...
 @overload
 def track(
-    *, name: str | None = None, meter: Meter | None = None,
+    *,
+    name: str | None = None,
+    meter: Meter | None = None,
     on_measurement: Callable[[Measurement], None] | None = None,
 ) -> Callable[[F], F]: ...
 def track(

@@ -59,8 +59,12 @@ class Recorder:
             s = self.start
             self._store = open_store(s.db_url)
             self.run_id = self._store.create_run(
-                name=s.name, command=s.command, tags=s.tags,
-                started_at=s.started_at, pid=s.pid, hostname=s.hostname,
+                name=s.name,
+                command=s.command,
+                tags=s.tags,
+                started_at=s.started_at,
+                pid=s.pid,
+                hostname=s.hostname,
             )
             if s.extra:
                 self._store.update_extra(self.run_id, s.extra)
@@ -77,7 +81,12 @@ class Recorder:
         self._store.heartbeat(self.run_id)
 
     def finish(
-        self, measurement: Measurement, *, exit_code: int, status: str, ended_at: float,
+        self,
+        measurement: Measurement,
+        *,
+        exit_code: int,
+        status: str,
+        ended_at: float,
         notes: list[str] | None = None,
     ) -> dict[str, Any] | None:
         """Flush the rest, store the final figures and return the run record.
@@ -93,8 +102,11 @@ class Recorder:
             self._flush()
             self._store.add_windows(self.run_id, [measurement])
             self._store.finish_run(
-                self.run_id, status=status, exit_code=exit_code,
-                duration_s=measurement.duration_s, ended_at=ended_at,
+                self.run_id,
+                status=status,
+                exit_code=exit_code,
+                duration_s=measurement.duration_s,
+                ended_at=ended_at,
                 energy={**measurement.to_dict(), "notes": list(notes or [])},
             )
             record: dict[str, Any] = self._store.get_record(self.run_id)

@@ -71,16 +71,24 @@ def run_measured(options: RunOptions, on_tick: Callable[[Meter], None] | None = 
     child = Child(options.command)
     try:
         meter = Meter(
-            gpus=options.gpus, cpu=options.cpu, sample_hz=options.sample_hz,
-            cpu_scope=options.cpu_scope, pid=child.pid, record_samples=True,
+            gpus=options.gpus,
+            cpu=options.cpu,
+            sample_hz=options.sample_hz,
+            cpu_scope=options.cpu_scope,
+            pid=child.pid,
+            record_samples=True,
         )
         meter.begin_window(RUN_WINDOW, sync_execution=False)
         recorder = Recorder(
             RunStart(
-                name=options.name, command=list(options.command), tags=dict(options.tags),
-                started_at=started_at, pid=os.getpid(),
+                name=options.name,
+                command=list(options.command),
+                tags=dict(options.tags),
+                started_at=started_at,
+                pid=os.getpid(),
                 hostname=socket.gethostname() if options.include_hostname else None,
-                db_url=options.db_url, include_hostname=options.include_hostname,
+                db_url=options.db_url,
+                include_hostname=options.include_hostname,
             ),
             meter,
         )
@@ -120,7 +128,9 @@ def _preflight_store(db_url: str | None) -> None:
     else:
         parent = _existing_ancestor(path)
         if not parent.is_dir() or not os.access(parent, os.W_OK):
-            raise ConfigError(f"cannot create database {path}: {parent} is not a writable directory")
+            raise ConfigError(
+                f"cannot create database {path}: {parent} is not a writable directory"
+            )
 
 
 def _existing_ancestor(path: Path) -> Path:

@@ -26,7 +26,12 @@ def db(tmp_path: Path) -> Path:
 def greenml(db: Path, *args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GREENML_DB": str(db)}
     return subprocess.run(
-        [*GREENML, *args], capture_output=True, text=True, env=env, timeout=60, **kwargs  # type: ignore[call-overload]
+        [*GREENML, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        **kwargs,  # type: ignore[call-overload]
     )
 
 
@@ -56,12 +61,24 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
 def test_output_passes_through_and_exit_code_is_returned(db: Path, tmp_path: Path) -> None:
     script = "import sys; print('to stdout'); print('to stderr', file=sys.stderr); sys.exit(3)"
     out = tmp_path / "run.json"
-    done = greenml(db, "run", "--name", "demo", "--tag", "lr=0.1", "--json", str(out), "--", PY, "-c", script)
+    done = greenml(
+        db, "run", "--name", "demo", "--tag", "lr=0.1", "--json", str(out), "--", PY, "-c", script
+    )
     assert done.returncode == 3
     assert done.stdout == "to stdout\n"  # greenml adds nothing to the command's stdout
     assert done.stderr.startswith("to stderr\n")
     record = json.loads(out.read_text())
-    for key in ("id", "name", "command", "started_at", "duration_s", "exit_code", "status", "energy", "environment"):
+    for key in (
+        "id",
+        "name",
+        "command",
+        "started_at",
+        "duration_s",
+        "exit_code",
+        "status",
+        "energy",
+        "environment",
+    ):
         assert key in record
     assert record["status"] == "failed"
     assert record["exit_code"] == 3
@@ -83,7 +100,9 @@ def test_machine_without_counters_is_labelled_estimated(db: Path, tmp_path: Path
     if Path("/sys/class/powercap/intel-rapl:0").exists():
         pytest.skip("this machine has RAPL counters")
     out = tmp_path / "run.json"
-    done = greenml(db, "run", "--gpus", "none", "--json", str(out), "--", PY, "-c", "sum(range(10**6))")
+    done = greenml(
+        db, "run", "--gpus", "none", "--json", str(out), "--", PY, "-c", "sum(range(10**6))"
+    )
     assert done.returncode == 0, done.stderr
     cpu = json.loads(out.read_text())["energy"]["components"]["cpu"]
     assert cpu["method"] == "estimated"
@@ -119,7 +138,9 @@ def test_a_child_killed_by_a_signal_kills_greenml_the_same_way(db: Path) -> None
 
 def test_sigint_sent_to_greenml_reaches_the_child(db: Path, tmp_path: Path) -> None:
     ready = tmp_path / "ready"
-    script = f"import pathlib, time\npathlib.Path({str(ready)!r}).write_text('ok')\ntime.sleep(60)\n"
+    script = (
+        f"import pathlib, time\npathlib.Path({str(ready)!r}).write_text('ok')\ntime.sleep(60)\n"
+    )
     proc = start(db, "run", "-q", "--", PY, "-c", script)
     wait_for(ready.exists)
     proc.send_signal(signal.SIGINT)

@@ -25,7 +25,7 @@ def duration(seconds: float) -> str:
     """``1:02:03`` for long runs, ``12.3 s`` for short ones."""
     if seconds < 60:
         return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(round(seconds)), 60)
+    minutes, secs = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}"
 
@@ -60,17 +60,31 @@ def measurement_table(m: Measurement, title: str) -> Any:
     for comp_name, comp in m.components.items():
         for key, dev in comp.devices.items():
             avg = f"{dev.energy_j / secs:.1f} W" if secs > 0 else "-"
-            table.add_row(comp_name, f"{key} {dev.name}", energy(dev.energy_j), avg, dev.method,
-                          percent(dev.uncertainty_rel))
+            table.add_row(
+                comp_name,
+                f"{key} {dev.name}",
+                energy(dev.energy_j),
+                avg,
+                dev.method,
+                percent(dev.uncertainty_rel),
+            )
     table.add_section()
     avg_total = f"{m.average_power_w:.1f} W" if secs > 0 else "-"
-    table.add_row("total", "", energy(m.total_j), avg_total, "", percent(m.uncertainty_rel),
-                  style="bold")
+    table.add_row(
+        "total", "", energy(m.total_j), avg_total, "", percent(m.uncertainty_rel), style="bold"
+    )
     return table
+
+
+def console(stderr: bool = False) -> Any:
+    """A rich Console; when the output is not a terminal, lines are not cut at 80 columns."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else 132
+    return Console(file=stream, highlight=False, width=width)
 
 
 def print_err(renderable: Any) -> None:
     """Print to stderr (greenml never writes its own output into the command's stdout)."""
-    from rich.console import Console
-
-    Console(file=sys.stderr, highlight=False).print(renderable)
+    console(stderr=True).print(renderable)

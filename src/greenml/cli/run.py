@@ -19,23 +19,53 @@ if TYPE_CHECKING:
 
 @click.command(context_settings={"allow_interspersed_args": False})
 @click.option("--name", help="A name for the run.")
-@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Label the run (repeatable).")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the run record to this JSON file.")
-@click.option("--db", "db_url", metavar="URL", help="Run store: a path, sqlite:///… or postgresql://… "
-              "(default: $GREENML_DB or the per-user SQLite file).")
-@click.option("--gpus", metavar="LIST", help="GPU indices to measure, e.g. 0,1, or 'none' (default: all visible).")
+@click.option(
+    "--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Label the run (repeatable)."
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the run record to this JSON file.",
+)
+@click.option(
+    "--db",
+    "db_url",
+    metavar="URL",
+    help="Run store: a path, sqlite:///… or postgresql://… "
+    "(default: $GREENML_DB or the per-user SQLite file).",
+)
+@click.option(
+    "--gpus",
+    metavar="LIST",
+    help="GPU indices to measure, e.g. 0,1, or 'none' (default: all visible).",
+)
 @click.option("--no-cpu", is_flag=True, help="Do not measure the CPU and DRAM.")
-@click.option("--cpu-scope", type=click.Choice(["process", "machine"]), default="process", show_default=True,
-              help="For the CPU/DRAM model: the command's process tree or the whole machine.")
-@click.option("--sample-hz", type=float, default=1.0, show_default=True, help="Power sampling rate.")
+@click.option(
+    "--cpu-scope",
+    type=click.Choice(["process", "machine"]),
+    default="process",
+    show_default=True,
+    help="For the CPU/DRAM model: the command's process tree or the whole machine.",
+)
+@click.option(
+    "--sample-hz", type=float, default=1.0, show_default=True, help="Power sampling rate."
+)
 @click.option("--no-hostname", is_flag=True, help="Do not record the host name.")
 @click.option("-q", "--quiet", is_flag=True, help="No live status line and no summary.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
-    name: str | None, tags: tuple[str, ...], json_path: Path | None, db_url: str | None,
-    gpus: str | None, no_cpu: bool, cpu_scope: str, sample_hz: float, no_hostname: bool,
-    quiet: bool, command: tuple[str, ...],
+    name: str | None,
+    tags: tuple[str, ...],
+    json_path: Path | None,
+    db_url: str | None,
+    gpus: str | None,
+    no_cpu: bool,
+    cpu_scope: str,
+    sample_hz: float,
+    no_hostname: bool,
+    quiet: bool,
+    command: tuple[str, ...],
 ) -> int:
     """Run COMMAND, measure its energy, save the run, and exit with COMMAND's exit code."""
     from greenml.process import exit_like
@@ -44,8 +74,15 @@ def run(
     if json_path is not None and not json_path.resolve().parent.is_dir():
         raise click.BadParameter(f"directory of {json_path} does not exist", param_hint="--json")
     options = RunOptions(
-        command=command, name=name, tags=parse_tags(tags), db_url=db_url, gpus=_parse_gpus(gpus),
-        cpu=not no_cpu, cpu_scope=cpu_scope, sample_hz=sample_hz, include_hostname=not no_hostname,
+        command=command,
+        name=name,
+        tags=parse_tags(tags),
+        db_url=db_url,
+        gpus=_parse_gpus(gpus),
+        cpu=not no_cpu,
+        cpu_scope=cpu_scope,
+        sample_hz=sample_hz,
+        include_hostname=not no_hostname,
     )
     live = None if quiet or not sys.stderr.isatty() else _LiveLine()
     result = run_measured(options, on_tick=live.update if live else None)
@@ -71,7 +108,9 @@ def _parse_gpus(text: str | None) -> list[int] | None:
     try:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise click.BadParameter(f"{text!r} is not a comma-separated list of indices", param_hint="--gpus") from None
+        raise click.BadParameter(
+            f"{text!r} is not a comma-separated list of indices", param_hint="--gpus"
+        ) from None
 
 
 class _LiveLine:
@@ -108,9 +147,16 @@ def _unsaved_record(options: RunOptions, result: RunResult) -> dict[str, Any]:
     """The run record when the store could not take it (``--json`` still gets it)."""
     m = result.measurement
     return {
-        "id": None, "name": options.name, "command": list(options.command),
-        "started_at": m.started_at.isoformat(), "duration_s": m.duration_s,
-        "exit_code": result.exit_code, "status": "completed" if result.exit_code == 0 else "failed",
-        "energy": {**m.to_dict(), "notes": result.notes}, "environment": {}, "tags": options.tags,
-        "saved": False, "store_error": result.store_error,
+        "id": None,
+        "name": options.name,
+        "command": list(options.command),
+        "started_at": m.started_at.isoformat(),
+        "duration_s": m.duration_s,
+        "exit_code": result.exit_code,
+        "status": "completed" if result.exit_code == 0 else "failed",
+        "energy": {**m.to_dict(), "notes": result.notes},
+        "environment": {},
+        "tags": options.tags,
+        "saved": False,
+        "store_error": result.store_error,
     }

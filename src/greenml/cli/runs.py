@@ -12,8 +12,12 @@ import click
 
 from greenml.cli import render
 
-_db_option = click.option("--db", "db_url", metavar="URL",
-                          help="Run store URL or path (default: $GREENML_DB or the per-user SQLite file).")
+_db_option = click.option(
+    "--db",
+    "db_url",
+    metavar="URL",
+    help="Run store URL or path (default: $GREENML_DB or the per-user SQLite file).",
+)
 
 
 @click.group()
@@ -27,7 +31,9 @@ def runs() -> None:
 @click.option("--name", help="Only runs with this name.")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Only runs with this tag.")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines instead of a table.")
-def list_runs(db_url: str | None, limit: int, name: str | None, tags: tuple[str, ...], as_json: bool) -> None:
+def list_runs(
+    db_url: str | None, limit: int, name: str | None, tags: tuple[str, ...], as_json: bool
+) -> None:
     """The newest runs, one line each."""
     from rich.table import Table
 
@@ -49,12 +55,15 @@ def list_runs(db_url: str | None, limit: int, name: str | None, tags: tuple[str,
     for row in rows:
         kwh = row.get("total_kwh")
         table.add_row(
-            row["id"], row.get("name") or "", _short_time(row.get("started_at")), row["status"],
+            row["id"],
+            row.get("name") or "",
+            _short_time(row.get("started_at")),
+            row["status"],
             render.duration(row["duration_s"]) if row.get("duration_s") is not None else "-",
             render.energy(kwh * 3.6e6) if kwh is not None else "-",
             " ".join(row.get("command") or [])[:60],
         )
-    _console().print(table)
+    render.console().print(table)
 
 
 @runs.command("show")
@@ -66,14 +75,19 @@ def show(db_url: str | None, run_id: str) -> None:
 
     with open_store(db_url) as store:
         record = store.get_record(run_id)
-    console = _console()
-    status = record["status"] + (f" (exit {record['exit_code']})" if record.get("exit_code") is not None else "")
+    console = render.console()
+    status = record["status"] + (
+        f" (exit {record['exit_code']})" if record.get("exit_code") is not None else ""
+    )
     lines = [
         ("id", record["id"]),
         ("name", record.get("name") or ""),
         ("command", " ".join(record.get("command") or [])),
         ("started", record.get("started_at") or ""),
-        ("duration", render.duration(record["duration_s"]) if record.get("duration_s") is not None else "-"),
+        (
+            "duration",
+            render.duration(record["duration_s"]) if record.get("duration_s") is not None else "-",
+        ),
         ("status", status),
         ("tags", ", ".join(f"{k}={v}" for k, v in (record.get("tags") or {}).items())),
     ]
@@ -88,9 +102,20 @@ def show(db_url: str | None, run_id: str) -> None:
 @runs.command("export")
 @_db_option
 @click.argument("run_id")
-@click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True,
-              help="json: the run record; csv: its power samples.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File (default: stdout).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "csv"]),
+    default="json",
+    show_default=True,
+    help="json: the run record; csv: its power samples.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File (default: stdout).",
+)
 def export(db_url: str | None, run_id: str, fmt: str, output: Path | None) -> None:
     """Write a run record (JSON) or its samples (CSV)."""
     from greenml.store import open_store
@@ -118,13 +143,26 @@ def _energy_table(energy: dict[str, Any]) -> Any:
         table.add_column(header, overflow="fold")
     for comp_name, comp in (energy.get("components") or {}).items():
         for key, dev in (comp.get("devices") or {}).items():
-            table.add_row(comp_name, f"{key} {dev.get('name', '')}", render.energy(dev["energy_j"]),
-                          dev["method"], render.percent(dev["uncertainty_rel"]), dev.get("note", ""))
+            table.add_row(
+                comp_name,
+                f"{key} {dev.get('name', '')}",
+                render.energy(dev["energy_j"]),
+                dev["method"],
+                render.percent(dev["uncertainty_rel"]),
+                dev.get("note", ""),
+            )
     if "total_j" in energy:
         table.add_section()
         rel = energy.get("uncertainty_rel")
-        table.add_row("total", "", render.energy(energy["total_j"]), "",
-                      render.percent(rel) if rel is not None else "", energy.get("note", ""), style="bold")
+        table.add_row(
+            "total",
+            "",
+            render.energy(energy["total_j"]),
+            "",
+            render.percent(rel) if rel is not None else "",
+            energy.get("note", ""),
+            style="bold",
+        )
     return table
 
 
@@ -133,7 +171,11 @@ def _environment_line(env: dict[str, Any]) -> str:
     cpu = (env.get("cpu") or {}).get("model", "?")
     gpus = [g.get("name", "?") for g in (env.get("gpu") or {}).get("gpus", [])]
     git = env.get("git") or {}
-    commit = f" · git {git['commit'][:10]}{' (dirty)' if git.get('dirty') else ''}" if git.get("commit") else ""
+    commit = (
+        f" · git {git['commit'][:10]}{' (dirty)' if git.get('dirty') else ''}"
+        if git.get("commit")
+        else ""
+    )
     return f"Python {python} · {cpu} · {', '.join(gpus) or 'no GPU'}{commit}"
 
 
@@ -141,9 +183,3 @@ def _short_time(iso: str | None) -> str:
     if not iso:
         return "-"
     return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _console() -> Any:
-    from rich.console import Console
-
-    return Console(highlight=False)
