@@ -66,14 +66,25 @@ class Recorder:
                 pid=s.pid,
                 hostname=s.hostname,
             )
-            if s.extra:
-                self._store.update_extra(self.run_id, s.extra)
+            self._store.update_extra(
+                self.run_id, {**s.extra, "measured_devices": self._device_provenance()}
+            )
             self.environment = capture_environment(include_hostname=s.include_hostname, cwd=s.cwd)
             self._store.set_environment(self.run_id, self.environment)
             while not self._stop.wait(self._flush_s):
                 self._flush()
         except GreenmlError as exc:
             self.error = exc
+
+    def _device_provenance(self) -> dict[str, dict[str, Any]]:
+        """How each device is measured, kept so that a killed run's figures stay labelled."""
+        return {
+            d.key: {
+                "component": d.component, "name": d.name, "method": d.method,
+                "uncertainty_rel": d.uncertainty_rel, "note": d.note,
+            }
+            for d in self._meter.devices
+        }  # fmt: skip
 
     def _flush(self) -> None:
         assert self._store is not None and self.run_id is not None

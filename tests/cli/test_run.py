@@ -179,6 +179,10 @@ def test_kill_9_leaves_an_incomplete_run_with_its_samples(db: Path, tmp_path: Pa
     record = json.loads(exported.stdout)
     assert record["status"] == "incomplete"
     assert record["energy"]["total_j"] > 0
+    # a modelled device stays labelled estimated in the partial figures
+    cpu_method = record["measured_devices"]["cpu0"]["method"]
+    expected = "estimated" if cpu_method == "estimated" else "power-integrated"
+    assert record["energy"]["components"]["cpu"]["method"] == expected
     csv_out = greenml(db, "runs", "export", run_id, "--format", "csv")
     lines = csv_out.stdout.strip().splitlines()
     assert lines[0].startswith("time_utc,device,component,power_w")

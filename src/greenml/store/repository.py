@@ -1,0 +1,323 @@
+"""The run store: runs, their windows and samples, on SQLite or PostgreSQL."""
+
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import Connection, Engine, select, update
+
+from greenml.errors import ConfigError, RunNotFound, StoreError
+from greenml.measurement import Measurement, Sample
+from greenml.store import record as rec
+from greenml.store.engine import WRITE_OPTION, init_schema, make_engine, store_errors
+from greenml.store.rows import dumps, sample_dict, sample_row, window_dict, window_row
+from greenml.store.schema import FINAL_STATUSES, runs, samples, windows
+from greenml.store.url import mask_url, resolve_url
+
+_AMBIGUOUS_SHOWN = 10
+
+
+def _now() -> float:
+    return time.time()
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class Store:
+    """Runs, windows and samples in one database.
+
+    Args:
+        url: Database URL or path; ``None`` for ``GREENML_DB`` or the default file.
+
+    Raises:
+        ConfigError: The URL is not understood.
+        StoreError: The database cannot be opened (unwritable, corrupt, refused,
+            or written by a newer greenml).
+    """
+
+    def __init__(self, url: str | None = None) -> None:
+        self._url = resolve_url(url)
+        self.url = mask_url(self._url)
+        self._hostname = socket.gethostname()
+        self._engine: Engine | None = None
+        engine: Engine | None = None
+        try:
+            with store_errors(self.url, "open"):
+                engine = make_engine(self._url)
+                init_schema(engine, self.url)
+        except StoreError:
+            if engine is not None:
+                engine.dispose()
+            raise
+        self._engine = engine
+
+    # -- plumbing -----------------------------------------------------------------
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[Connection]:
+        with store_errors(self.url, action), self._live_engine().connect() as conn:
+            conn.execution_options(**{WRITE_OPTION: True})
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def _read(self, action: str) -> Iterator[Connection]:
+        with store_errors(self.url, action), self._live_engine().connect() as conn, conn.begin():
+            yield conn
+
+    def _live_engine(self) -> Engine:
+        if self._engine is None:
+            raise StoreError(f"run store {self.url} is closed")
+        return self._engine
+
+    @staticmethod
+    def _require(rowcount: int, run_id: str) -> None:
+        if rowcount == 0:
+            raise RunNotFound(f"no run with id {run_id!r}")
+
+    # -- writing --------------------------------------------------------------------
+
+    def create_run(
+        self,
+        *,
+        name: str | None,
+        command: list[str],
+        tags: dict[str, str],
+        started_at: float,
+        pid: int,
+        hostname: str | None,
+    ) -> str:
+        """Insert a ``running`` run and return its id (12 hex characters)."""
+        run_id = _new_id()
+        with self._write("create a run in") as conn:
+            conn.execute(
+                runs.insert().values(
+                    id=run_id,
+                    name=name,
+                    command=dumps(list(command)),
+                    tags=dumps(dict(tags)),
+                    status="running",
+                    started_at=float(started_at),
+                    heartbeat_at=_now(),
+                    pid=int(pid),
+                    hostname=hostname,
+                    extra="{}",
+                )
+            )
+        return run_id
+
+    def heartbeat(self, run_id: str) -> None:
+        """Mark a running run as alive now."""
+        with self._write("write a heartbeat to") as conn:
+            result = conn.execute(
+                update(runs).where(runs.c.id == run_id).values(heartbeat_at=_now())
+            )
+            self._require(result.rowcount, run_id)
+
+    def add_samples(self, run_id: str, items: Sequence[Sample]) -> None:
+        """Insert samples in one transaction; known metrics get columns, others ``extra``."""
+        if not items:
+            return
+        rows = [sample_row(run_id, s) for s in items]
+        with self._write("add samples to") as conn:
+            conn.execute(samples.insert(), rows)
+
+    def add_window(self, run_id: str, measurement: Measurement) -> None:
+        """Store one finished window."""
+        self.add_windows(run_id, [measurement])
+
+    def add_windows(self, run_id: str, measurements: Sequence[Measurement]) -> None:
+        """Store several finished windows in one transaction."""
+        if not measurements:
+            return
+        rows = [window_row(run_id, m) for m in measurements]
+        with self._write("add windows to") as conn:
+            conn.execute(windows.insert(), rows)
+
+    def set_environment(self, run_id: str, env: dict[str, Any]) -> None:
+        """Replace the run's environment block (hardware, software, location ...)."""
+        with self._write("set the environment in") as conn:
+            result = conn.execute(
+                update(runs).where(runs.c.id == run_id).values(environment=dumps(env))
+            )
+            self._require(result.rowcount, run_id)
+
+    def update_extra(self, run_id: str, patch: dict[str, Any]) -> None:
+        """Shallow-merge ``patch`` into the run's extra keys (``carbon``, ``cost`` ...).
+
+        Raises:
+            ConfigError: A key would shadow a core record key.
+        """
+        reserved = sorted(rec.CORE_KEYS.intersection(patch))
+        if reserved:
+            raise ConfigError(f"extra keys {reserved} are reserved run record keys")
+        with self._write("update") as conn:
+            current = conn.execute(
+                select(runs.c.extra).where(runs.c.id == run_id).with_for_update()
+            ).scalar_one_or_none()
+            if current is None:
+                raise RunNotFound(f"no run with id {run_id!r}")
+            extra = rec.loads(current, {}, f"extra of run {run_id}")
+            extra.update(patch)
+            conn.execute(update(runs).where(runs.c.id == run_id).values(extra=dumps(extra)))
+
+    def finish_run(
+        self,
+        run_id: str,
+        *,
+        status: str,
+        exit_code: int | None,
+        duration_s: float,
+        energy: dict[str, Any],
+        ended_at: float,
+    ) -> None:
+        """Record the end of a run: final status, exit code, duration, energy block.
+
+        Raises:
+            ConfigError: ``status`` is not ``completed``, ``failed`` or ``incomplete``.
+        """
+        if status not in FINAL_STATUSES:
+            raise ConfigError(f"run status must be one of {FINAL_STATUSES}, not {status!r}")
+        with self._write("finish a run in") as conn:
+            result = conn.execute(
+                update(runs)
+                .where(runs.c.id == run_id)
+                .values(
+                    status=status,
+                    exit_code=exit_code,
+                    duration_s=float(duration_s),
+                    energy=dumps(energy),
+                    ended_at=float(ended_at),
+                    heartbeat_at=_now(),
+                )
+            )
+            self._require(result.rowcount, run_id)
+
+    # -- reading ----------------------------------------------------------------------
+
+    def resolve_id(self, id_or_prefix: str) -> str:
+        """The full id of the one run whose id starts with ``id_or_prefix``.
+
+        Raises:
+            RunNotFound: No run matches.
+            StoreError: Several runs match (the message lists them).
+        """
+        with self._read("read") as conn:
+            return self._resolve(conn, id_or_prefix)
+
+    def _resolve(self, conn: Connection, id_or_prefix: str) -> str:
+        prefix = id_or_prefix.strip().lower()
+        if not prefix:
+            raise RunNotFound("no run matches '' (empty run id)")
+        found = list(
+            conn.execute(
+                select(runs.c.id)
+                .where(runs.c.id.startswith(prefix, autoescape=True))
+                .order_by(runs.c.started_at.desc())
+                .limit(_AMBIGUOUS_SHOWN + 1)
+            ).scalars()
+        )
+        if not found:
+            raise RunNotFound(f"no run matches {id_or_prefix!r}")
+        if len(found) > 1:
+            shown = ", ".join(found[:_AMBIGUOUS_SHOWN])
+            more = " ..." if len(found) > _AMBIGUOUS_SHOWN else ""
+            raise StoreError(f"run id {id_or_prefix!r} is ambiguous: {shown}{more}")
+        return str(found[0])
+
+    def get_record(self, id_or_prefix: str) -> dict[str, Any]:
+        """The run record of the run whose id is or starts with ``id_or_prefix``.
+
+        Raises:
+            RunNotFound: No run matches.
+            StoreError: Several runs match, or the database cannot be read.
+        """
+        with self._read("read") as conn:
+            run_id = self._resolve(conn, id_or_prefix)
+            row = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().one()
+            window_rows = self._window_rows(conn, run_id)
+            sample_rows = self._sample_rows(conn, run_id) if row["energy"] is None else None
+            return rec.build_record(
+                row, window_rows, sample_rows, now=_now(), hostname=self._hostname
+            )
+
+    def list_runs(
+        self, limit: int = 20, name: str | None = None, tag: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Summaries of the newest runs first.
+
+        Args:
+            limit: At most this many runs; 0 or less for all.
+            name: Only runs with exactly this name.
+            tag: Only runs carrying all these tag key/value pairs.
+        """
+        query = select(runs).order_by(runs.c.started_at.desc(), runs.c.id)
+        if name is not None:
+            query = query.where(runs.c.name == name)
+        if limit > 0 and not tag:
+            query = query.limit(limit)
+        out: list[dict[str, Any]] = []
+        now = _now()
+        with self._read("list runs in") as conn:
+            for row in conn.execute(query).mappings():
+                if tag:
+                    tags = rec.loads(row["tags"], {}, f"tags of run {row['id']}")
+                    if any(tags.get(k) != v for k, v in tag.items()):
+                        continue
+                out.append(rec.summary(row, now=now, hostname=self._hostname))
+                if 0 < limit <= len(out):
+                    break
+        return out
+
+    def samples(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's samples ordered by time: ``time_s``, ``device``, ``component``,
+        ``power_w``, the metric columns, and ``extra`` (other metrics, a dict)."""
+        with self._read("read samples from") as conn:
+            rows = self._sample_rows(conn, run_id)
+        return [sample_dict(r) for r in rows]
+
+    def windows(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's windows in insertion order, each with its full ``measurement`` dict."""
+        with self._read("read windows from") as conn:
+            rows = self._window_rows(conn, run_id)
+        return [window_dict(r) for r in rows]
+
+    @staticmethod
+    def _window_rows(conn: Connection, run_id: str) -> list[Any]:
+        query = select(windows).where(windows.c.run_id == run_id).order_by(windows.c.id)
+        return list(conn.execute(query).mappings())
+
+    @staticmethod
+    def _sample_rows(conn: Connection, run_id: str) -> list[Any]:
+        query = select(samples).where(samples.c.run_id == run_id)
+        return list(conn.execute(query.order_by(samples.c.t, samples.c.id)).mappings())
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the database connections; the store cannot be used afterwards."""
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.url!r})"

@@ -1,0 +1,66 @@
+"""Conversions between greenml objects and table rows (no SQLAlchemy needed)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from greenml.measurement import Measurement, Sample
+from greenml.store.record import Row, loads, window_summary
+
+METRIC_COLUMNS = ("utilization", "sm_activity", "memory_used_bytes", "sm_clock_mhz")
+"""Sample metrics with their own column; any other metric goes to ``samples.extra``."""
+
+
+def dumps(value: Any) -> str:
+    """JSON text for a column (non-ASCII kept as is)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def sample_row(run_id: str, s: Sample) -> dict[str, Any]:
+    """A ``samples`` row: known metrics in their columns, the others as JSON ``extra``."""
+    other = {k: v for k, v in s.metrics.items() if k not in METRIC_COLUMNS}
+    row: dict[str, Any] = {
+        "run_id": run_id,
+        "device": s.device,
+        "component": s.component,
+        "t": float(s.time_s),
+        "power_w": None if s.power_w is None else float(s.power_w),
+        "extra": dumps(other) if other else None,
+    }
+    for col in METRIC_COLUMNS:
+        value = s.metrics.get(col)
+        row[col] = None if value is None else float(value)
+    return row
+
+
+def sample_dict(r: Row) -> dict[str, Any]:
+    """A stored sample as ``Store.samples`` returns it."""
+    item: dict[str, Any] = {
+        "time_s": r["t"],
+        "device": r["device"],
+        "component": r["component"],
+        "power_w": r["power_w"],
+    }
+    for col in METRIC_COLUMNS:
+        item[col] = r[col]
+    item["extra"] = loads(r["extra"], {}, f"sample extra of run {r['run_id']}")
+    return item
+
+
+def window_row(run_id: str, m: Measurement) -> dict[str, Any]:
+    """A ``windows`` row: the summary columns plus the full ``Measurement.to_dict()``."""
+    return {
+        "run_id": run_id,
+        "name": m.name,
+        "started_at": m.started_at.timestamp(),
+        "duration_s": float(m.duration_s),
+        "energy_j": float(m.total_j),
+        "measurement": dumps(m.to_dict()),
+    }
+
+
+def window_dict(r: Row) -> dict[str, Any]:
+    """A stored window as ``Store.windows`` returns it (with its ``measurement``)."""
+    measurement = loads(r["measurement"], {}, f"window of run {r['run_id']}")
+    return {**window_summary(r), "measurement": measurement}

@@ -1,0 +1,92 @@
+"""Tables of the run store (SQLAlchemy Core), the same on SQLite and PostgreSQL.
+
+JSON values are stored as text (``json.dumps``) so both backends hold them alike.
+Times are Unix seconds (UTC) as double-precision floats.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+SCHEMA_VERSION = 1
+"""Bump when the tables change; a database newer than the code is refused."""
+
+RUN_STATUSES = ("running", "completed", "failed", "incomplete")
+FINAL_STATUSES = ("completed", "failed", "incomplete")
+
+metadata = MetaData()
+
+meta = Table(
+    "meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("name", String(255), nullable=True, index=True),
+    Column("command", Text, nullable=False),
+    Column("tags", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("started_at", Double, nullable=False, index=True),
+    Column("ended_at", Double, nullable=True),
+    Column("heartbeat_at", Double, nullable=False),
+    Column("duration_s", Double, nullable=True),
+    Column("exit_code", Integer, nullable=True),
+    Column("pid", Integer, nullable=False),
+    Column("hostname", String(255), nullable=True),
+    Column("energy", Text, nullable=True),
+    Column("environment", Text, nullable=True),
+    Column("extra", Text, nullable=False),
+)
+
+windows = Table(
+    "windows",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True
+    ),
+    Column("name", String(255), nullable=False),
+    Column("started_at", Double, nullable=False),
+    Column("duration_s", Double, nullable=False),
+    Column("energy_j", Double, nullable=False),
+    Column("measurement", Text, nullable=False),
+)
+
+samples = Table(
+    "samples",
+    metadata,
+    Column(
+        "id",
+        BigInteger().with_variant(Integer, "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("device", String(64), nullable=False),
+    Column("component", String(32), nullable=False),
+    Column("t", Double, nullable=False),
+    Column("power_w", Double, nullable=True),
+    Column("utilization", Double, nullable=True),
+    Column("sm_activity", Double, nullable=True),
+    Column("memory_used_bytes", Double, nullable=True),
+    Column("sm_clock_mhz", Double, nullable=True),
+    Column("extra", Text, nullable=True),
+    # Leading run_id: also serves lookups by run alone.
+    Index("ix_samples_run_id_t", "run_id", "t"),
+)
