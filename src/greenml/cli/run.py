@@ -17,7 +17,11 @@ if TYPE_CHECKING:
     from greenml.runner import RunOptions, RunResult
 
 
-@click.command(context_settings={"allow_interspersed_args": False})
+@click.command(
+    context_settings={"allow_interspersed_args": False},
+    options_metavar="[OPTIONS] --",
+    epilog="Example: greenml run --name bert --tag lr=3e-5 -- python train.py --epochs 3",
+)
 @click.option("--name", help="A name for the run.")
 @click.option(
     "--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Label the run (repeatable)."
@@ -53,7 +57,9 @@ if TYPE_CHECKING:
 )
 @click.option("--no-hostname", is_flag=True, help="Do not record the host name.")
 @click.option("-q", "--quiet", is_flag=True, help="No live status line and no summary.")
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument(
+    "command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="COMMAND [ARGS]"
+)
 def run(
     name: str | None,
     tags: tuple[str, ...],
@@ -125,7 +131,9 @@ class _LiveLine:
         m = meter.peek_window(RUN_WINDOW)
         elapsed = time.monotonic() - self._t0
         line = render.status_line(elapsed, meter.current_power_w(), m.total_j, m.uncertainty_rel)
-        sys.stderr.write(f"\r\x1b[2K{line}")
+        # Cursor back to column 0: the command's own output overwrites the line
+        # instead of being appended to it.
+        sys.stderr.write(f"\r\x1b[2K{line}\r")
         sys.stderr.flush()
 
     def clear(self) -> None:
