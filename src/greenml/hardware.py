@@ -95,17 +95,36 @@ def _vendor(norm: str) -> str | None:
     return next((v for v in _VENDORS if v in words), None)
 
 
+_DIGITS3 = re.compile(r"\d{3}")
+
+
 @functools.cache
-def _table() -> tuple[dict[frozenset[str], list[_Row]], dict[str, _Row]]:
+def _raw_rows() -> tuple[tuple[str, str, float, str], ...]:
+    """(name, lower-cased name, TDP, source) of every packaged row, parsed once."""
     text = (resources.files("greenml") / "data" / "cpu_tdp.csv").read_text(encoding="utf-8")
-    by_tokens: dict[frozenset[str], list[_Row]] = {}
-    by_name: dict[str, _Row] = {}
-    for rec in csv.DictReader(io.StringIO(text)):
-        norm = normalize_cpu_name(rec["name"])
-        row = _Row(rec["name"], norm, float(rec["tdp_w"]), rec["source"])
-        by_tokens.setdefault(_model_tokens(norm), []).append(row)
-        by_name.setdefault(norm, row)
-    return by_tokens, by_name
+    return tuple(
+        (rec["name"], rec["name"].lower(), float(rec["tdp_w"]), rec["source"])
+        for rec in csv.DictReader(io.StringIO(text))
+    )
+
+
+def _candidates(norm: str, tokens: frozenset[str]) -> list[_Row]:
+    """Rows that could match, normalized; a cheap substring filter runs first.
+
+    Normalizing the whole table costs ~0.2 s on a small machine; model numbers
+    survive normalization unchanged, so a row must contain their digits.
+    """
+    if tokens:
+        digits = [run for token in tokens for run in re.findall(r"\d+", token)]
+        raw = [r for r in _raw_rows() if all(d in r[1] for d in digits)]
+    else:
+        # A name without a model number only matches a row without one either
+        # (three digits in a row always make a model token).
+        words = norm.split()
+        raw = [
+            r for r in _raw_rows() if all(w in r[1] for w in words) and not _DIGITS3.search(r[1])
+        ]
+    return [_Row(name, normalize_cpu_name(name), tdp, source) for name, _, tdp, source in raw]
 
 
 @functools.lru_cache(maxsize=64)
@@ -123,16 +142,18 @@ def cpu_tdp(model_name: str) -> CpuMatch | None:
     norm = normalize_cpu_name(model_name)
     if not norm:
         return None
-    by_tokens, by_name = _table()
-    exact = by_name.get(norm)
+    tokens = _model_tokens(norm)
+    rows = _candidates(norm, tokens)
+    exact = next((r for r in rows if r.norm == norm), None)
     if exact is not None:
         return CpuMatch(model_name, exact.name, exact.tdp_w, 100.0, exact.source)
-    tokens = _model_tokens(norm)
     if not tokens:
         return None
     vendor = _vendor(norm)
     candidates = [
-        r for r in by_tokens.get(tokens, []) if vendor is None or _vendor(r.norm) in (None, vendor)
+        r
+        for r in rows
+        if _model_tokens(r.norm) == tokens and (vendor is None or _vendor(r.norm) in (None, vendor))
     ]
     if not candidates:
         return None
