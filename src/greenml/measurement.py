@@ -126,6 +126,17 @@ class Measurement:
         comp = self.components.get(component)
         return comp.energy_j if comp else 0.0
 
+    @classmethod
+    def from_dict(
+        cls, name: str, started_at: datetime, duration_s: float, block: dict[str, Any]
+    ) -> Measurement:
+        """Rebuild a Measurement from the ``energy`` block :meth:`to_dict` wrote."""
+        components = {
+            comp: ComponentEnergy({key: _device_from_dict(d) for key, d in c["devices"].items()})
+            for comp, c in block.get("components", {}).items()
+        }
+        return cls(name, started_at, duration_s, components)
+
     def to_dict(self) -> dict[str, Any]:
         """The ``energy`` block of a run record."""
         return {
@@ -134,6 +145,16 @@ class Measurement:
             "uncertainty_rel": self.uncertainty_rel,
             "components": {name: c.to_dict() for name, c in self.components.items()},
         }
+
+
+def _device_from_dict(d: dict[str, Any]) -> DeviceEnergy:
+    return DeviceEnergy(
+        float(d["energy_j"]),
+        str(d["method"]),
+        float(d["uncertainty_rel"]),
+        str(d.get("name", "")),
+        str(d.get("note", "")),
+    )
 
 
 @dataclass(frozen=True)

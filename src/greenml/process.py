@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from greenml.errors import ConfigError
 
@@ -75,13 +77,19 @@ class Child:
         signal.pthread_sigmask(signal.SIG_SETMASK, self._mask_before)
 
 
-def exit_like(code: int) -> int:
-    """Leave the way the child left: die of its signal, or return its exit code."""
-    if code >= 0:
-        return code
-    signum = -code
-    if signum not in (signal.SIGKILL, signal.SIGSTOP):  # these cannot be handled anyway
-        signal.signal(signum, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
-    os.kill(os.getpid(), signum)
-    return 128 + signum  # only reached for signals that do not terminate
+def exit_like(code: int) -> NoReturn:
+    """End greenml the way the child ended: die of its signal, or exit with its code.
+
+    Called last, after the run is stored: ``os._exit`` skips the interpreter's
+    teardown (~0.1 s with SQLAlchemy loaded), which nothing needs any more.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if code < 0:
+        signum = -code
+        if signum not in (signal.SIGKILL, signal.SIGSTOP):  # these cannot be handled anyway
+            signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+        os.kill(os.getpid(), signum)
+        code = 128 + signum  # reached only for signals that do not terminate
+    os._exit(code)

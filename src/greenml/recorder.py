@@ -4,20 +4,24 @@ Opening the store (SQLAlchemy is slow to import) and capturing the environment
 happen while the measured command already runs. Samples are flushed every
 ``flush_s`` seconds (at most 5 s), so a run killed with SIGKILL keeps its data
 up to the last flush and reads back as ``incomplete``.
+
+A command that ends before the store is open is not kept waiting: its run is
+handed to the spool (:mod:`greenml.store.spool`) and stored by a detached
+process. A store that fails does not lose the run either: it is spooled too.
 """
 
 from __future__ import annotations
 
-import logging
+import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from greenml.errors import GreenmlError
-from greenml.measurement import Measurement
+from greenml.measurement import Measurement, Sample
 from greenml.meter import Meter
-
-log = logging.getLogger("greenml")
+from greenml.store import new_run_id
 
 
 @dataclass(frozen=True)
@@ -41,12 +45,17 @@ class Recorder:
 
     def __init__(self, start: RunStart, meter: Meter, flush_s: float = 2.0) -> None:
         self.start = start
-        self.run_id: str | None = None
+        self.run_id = new_run_id()
         self.error: GreenmlError | None = None
-        self.environment: dict[str, Any] = {}
+        self.spooled: Path | None = None
+        self.environment: dict[str, Any] | None = None
         self._meter = meter
         self._flush_s = min(flush_s, 5.0)
         self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._created = False
+        self._abandoned = False
+        self._unsaved: list[Sample] = []
         self._store: Any = None
         self._thread = threading.Thread(target=self._work, name="greenml-recorder", daemon=True)
         self._thread.start()
@@ -57,26 +66,26 @@ class Recorder:
             from greenml.store import open_store
 
             s = self.start
-            self._store = open_store(s.db_url)
-            self.run_id = self._store.create_run(
-                name=s.name,
-                command=s.command,
-                tags=s.tags,
-                started_at=s.started_at,
-                pid=s.pid,
-                hostname=s.hostname,
-            )
-            self._store.update_extra(
-                self.run_id, {**s.extra, "measured_devices": self._device_provenance()}
-            )
+            store = open_store(s.db_url)
+            with self._lock:
+                if self._abandoned:  # the command ended first: the spool has the run
+                    store.close()
+                    return
+                self._store = store
+                store.create_run(
+                    name=s.name, command=s.command, tags=s.tags, started_at=s.started_at,
+                    pid=s.pid, hostname=s.hostname, run_id=self.run_id,
+                )  # fmt: skip
+                self._created = True
+            store.update_extra(self.run_id, {**s.extra, "measured_devices": self._provenance()})
             self.environment = capture_environment(include_hostname=s.include_hostname, cwd=s.cwd)
-            self._store.set_environment(self.run_id, self.environment)
+            store.set_environment(self.run_id, self.environment)
             while not self._stop.wait(self._flush_s):
                 self._flush()
         except GreenmlError as exc:
             self.error = exc
 
-    def _device_provenance(self) -> dict[str, dict[str, Any]]:
+    def _provenance(self) -> dict[str, dict[str, Any]]:
         """How each device is measured, kept so that a killed run's figures stay labelled."""
         return {
             d.key: {
@@ -87,8 +96,9 @@ class Recorder:
         }  # fmt: skip
 
     def _flush(self) -> None:
-        assert self._store is not None and self.run_id is not None
-        self._store.add_samples(self.run_id, self._meter.drain_samples())
+        self._unsaved.extend(self._meter.drain_samples())
+        self._store.add_samples(self.run_id, self._unsaved)
+        self._unsaved = []
         self._store.heartbeat(self.run_id)
 
     def finish(
@@ -99,31 +109,65 @@ class Recorder:
         status: str,
         ended_at: float,
         notes: list[str] | None = None,
+        wait_for_store: bool = False,
     ) -> dict[str, Any] | None:
-        """Flush the rest, store the final figures and return the run record.
+        """Store the final figures; return the run record when it was stored here.
 
-        ``notes`` say how each figure was obtained when that is not obvious
-        (a fallback, a missing sensor); they are kept in the energy block.
+        ``notes`` say how figures were obtained when that is not obvious (a
+        fallback, a missing sensor); they are kept in the energy block. Unless
+        ``wait_for_store``, a store that is not open yet is not waited for: the
+        run goes to the spool (``self.spooled``) and ``None`` is returned.
         """
+        energy = {**measurement.to_dict(), "notes": list(notes or [])}
+        final = {"status": status, "exit_code": exit_code, "duration_s": measurement.duration_s,
+                 "ended_at": ended_at, "energy": energy}  # fmt: skip
+        with self._lock:
+            hand_off = not self._created and not wait_for_store
+            self._abandoned = hand_off
         self._stop.set()
-        self._thread.join()
-        if self.error is not None or self.run_id is None:
-            return None
+        if not hand_off:
+            self._thread.join()
+            if self.error is None:
+                try:
+                    return self._finish_here(measurement, final)
+                except GreenmlError as exc:
+                    self.error = exc
+        self._spool(measurement, final)
+        return None
+
+    def _finish_here(self, measurement: Measurement, final: dict[str, Any]) -> dict[str, Any]:
         try:
             self._flush()
             self._store.add_windows(self.run_id, [measurement])
-            self._store.finish_run(
-                self.run_id,
-                status=status,
-                exit_code=exit_code,
-                duration_s=measurement.duration_s,
-                ended_at=ended_at,
-                energy={**measurement.to_dict(), "notes": list(notes or [])},
-            )
+            self._store.finish_run(self.run_id, **final)
             record: dict[str, Any] = self._store.get_record(self.run_id)
             return record
-        except GreenmlError as exc:
-            self.error = exc
-            return None
         finally:
             self._store.close()
+
+    def _spool(self, measurement: Measurement, final: dict[str, Any]) -> None:
+        from greenml.store.spool import start_ingester, write_spool
+        from greenml.store.url import resolve_url
+
+        s = self.start
+        samples = [*self._unsaved, *self._meter.drain_samples()]
+        payload = {
+            "version": 1,
+            "db_url": resolve_url(s.db_url),
+            "run": {"run_id": self.run_id, "name": s.name, "command": s.command, "tags": s.tags,
+                    "started_at": s.started_at, "pid": s.pid, "hostname": s.hostname},
+            "include_hostname": s.include_hostname,
+            "cwd": s.cwd or os.getcwd(),
+            "environment": self.environment,
+            "measured_devices": self._provenance(),
+            "samples": [list(asdict(x).values()) for x in samples],
+            "window": {"name": measurement.name, "started_at": measurement.started_at.timestamp(),
+                       "duration_s": measurement.duration_s, "energy": measurement.to_dict()},
+            "finish": final,
+        }  # fmt: skip
+        try:
+            self.spooled = write_spool(payload)
+        except GreenmlError as exc:
+            self.error = self.error or exc
+            return
+        start_ingester(self.spooled)

@@ -32,6 +32,7 @@ class RunOptions:
     cpu_scope: str = "process"
     sample_hz: float = 1.0
     include_hostname: bool = True
+    wait_for_store: bool = False  # True: store the run before returning (needed for its record)
 
 
 @dataclass
@@ -39,10 +40,12 @@ class RunResult:
     """How the command ended and what it cost."""
 
     exit_code: int
+    run_id: str
     measurement: Measurement
-    record: dict[str, Any] | None
+    record: dict[str, Any] | None  # None when the run went to the spool
     notes: list[str]
     store_error: str | None
+    spooled: Path | None
     forwarded_signals: list[int]
 
 
@@ -99,14 +102,17 @@ def run_measured(options: RunOptions, on_tick: Callable[[Meter], None] | None = 
     meter.close()
     status = "completed" if code == 0 else "failed"
     record = recorder.finish(
-        measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes
-    )
+        measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes,
+        wait_for_store=options.wait_for_store,
+    )  # fmt: skip
     return RunResult(
         exit_code=code,
+        run_id=recorder.run_id,
         measurement=measurement,
         record=record,
         notes=meter.notes,
         store_error=str(recorder.error) if recorder.error else None,
+        spooled=recorder.spooled,
         forwarded_signals=child.forwarded,
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -218,11 +219,26 @@ def test_library_not_found_is_unavailable() -> None:
         NvmlSensor(nvml=FakeNvml([h100()], library_found=False))
 
 
-def test_missing_bindings_are_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_bindings_are_unavailable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import greenml.sensors.nvml as nvml_module
+
+    monkeypatch.setattr(nvml_module, "_DRIVER_MARKERS", (str(tmp_path),))  # a driver is "there"
     monkeypatch.setitem(sys.modules, "pynvml", None)
     with pytest.raises(SensorUnavailable, match="nvidia-ml-py"):
         NvmlSensor()
     assert nvml_environment() == {}
+
+
+def test_no_driver_is_unavailable_without_importing_pynvml(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import greenml.sensors.nvml as nvml_module
+
+    monkeypatch.setattr(nvml_module, "_DRIVER_MARKERS", (str(tmp_path / "absent"),))
+    monkeypatch.delitem(sys.modules, "pynvml", raising=False)
+    with pytest.raises(SensorUnavailable, match="no NVIDIA driver"):
+        NvmlSensor()
+    assert "pynvml" not in sys.modules
 
 
 def test_no_gpu_is_unavailable() -> None:

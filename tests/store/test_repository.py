@@ -99,7 +99,7 @@ def test_record_of_fresh_run_has_defaults(store: Store) -> None:
 
 def test_prefix_lookup_and_ambiguity(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     ids = iter(["abc000000001", "abc000000002", "def000000003"])
-    monkeypatch.setattr(repository, "_new_id", lambda: next(ids))
+    monkeypatch.setattr(repository, "new_run_id", lambda: next(ids))
     for _ in range(3):
         _new_run(store)
     assert store.get_record("def")["id"] == "def000000003"

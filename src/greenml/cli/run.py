@@ -72,7 +72,7 @@ def run(
     no_hostname: bool,
     quiet: bool,
     command: tuple[str, ...],
-) -> int:
+) -> None:
     """Run COMMAND, measure its energy, save the run, and exit with COMMAND's exit code."""
     from greenml.process import exit_like
     from greenml.runner import RunOptions, parse_tags, run_measured
@@ -89,6 +89,7 @@ def run(
         cpu_scope=cpu_scope,
         sample_hz=sample_hz,
         include_hostname=not no_hostname,
+        wait_for_store=json_path is not None,
     )
     live = None if quiet or not sys.stderr.isatty() else _LiveLine()
     result = run_measured(options, on_tick=live.update if live else None)
@@ -97,13 +98,16 @@ def run(
     if not quiet:
         _summarize(result)
     if result.store_error:
-        print(f"greenml: error: run not saved: {result.store_error}", file=sys.stderr)
+        kept = (
+            f"; kept in {result.spooled}, stored when the database answers"
+            if result.spooled
+            else ""
+        )
+        print(f"greenml: error: run not stored: {result.store_error}{kept}", file=sys.stderr)
     if json_path is not None:
         record = result.record or _unsaved_record(options, result)
         json_path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    return exit_like(result.exit_code)
+    exit_like(result.exit_code)
 
 
 def _parse_gpus(text: str | None) -> list[int] | None:
@@ -143,7 +147,7 @@ class _LiveLine:
 
 def _summarize(result: RunResult) -> None:
     m = result.measurement
-    run_id = result.record["id"] if result.record else "(not saved)"
+    run_id = result.run_id
     verdict = "completed" if result.exit_code == 0 else f"failed (exit {result.exit_code})"
     title = f"greenml run {run_id} · {verdict} · {render.duration(m.duration_s)}"
     render.print_err(render.measurement_table(m, title))
@@ -155,7 +159,7 @@ def _unsaved_record(options: RunOptions, result: RunResult) -> dict[str, Any]:
     """The run record when the store could not take it (``--json`` still gets it)."""
     m = result.measurement
     return {
-        "id": None,
+        "id": result.run_id,
         "name": options.name,
         "command": list(options.command),
         "started_at": m.started_at.isoformat(),

@@ -38,9 +38,8 @@ def list_runs(
     from rich.table import Table
 
     from greenml.runner import parse_tags
-    from greenml.store import open_store
 
-    with open_store(db_url) as store:
+    with _open(db_url) as store:
         rows = store.list_runs(limit=limit, name=name, tag=parse_tags(tags) or None)
     if as_json:
         for row in rows:
@@ -71,9 +70,7 @@ def list_runs(
 @click.argument("run_id")
 def show(db_url: str | None, run_id: str) -> None:
     """One run: what ran, how it ended, energy per component and device."""
-    from greenml.store import open_store
-
-    with open_store(db_url) as store:
+    with _open(db_url) as store:
         record = store.get_record(run_id)
     console = render.console()
     status = record["status"] + (
@@ -118,10 +115,9 @@ def show(db_url: str | None, run_id: str) -> None:
 )
 def export(db_url: str | None, run_id: str, fmt: str, output: Path | None) -> None:
     """Write a run record (JSON) or its samples (CSV)."""
-    from greenml.store import open_store
     from greenml.store.export import record_to_json, samples_to_csv
 
-    with open_store(db_url) as store:
+    with _open(db_url) as store:
         record = store.get_record(run_id)
         samples = store.samples(record["id"]) if fmt == "csv" else []
     handle = output.open("w", newline="") if output else sys.stdout
@@ -133,6 +129,20 @@ def export(db_url: str | None, run_id: str, fmt: str, output: Path | None) -> No
     finally:
         if output:
             handle.close()
+
+
+def _open(db_url: str | None) -> Any:
+    """The store, with runs still waiting in the spool stored first."""
+    from greenml.store import open_store
+    from greenml.store.spool import ingest_pending
+
+    store = open_store(db_url)
+    try:
+        ingest_pending(store, db_url or "")
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def _energy_table(energy: dict[str, Any]) -> Any:

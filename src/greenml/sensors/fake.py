@@ -155,4 +155,3 @@ def replay_sensor(path: str | Path, clock: Clock = time.monotonic) -> FakeSensor
         for key, points in sorted(traces.items())
     ]
     return FakeSensor(devices, clock=clock)
-

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,9 +71,16 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+# Where an NVIDIA driver shows itself: Linux, containers with GPUs, WSL 2.
+_DRIVER_MARKERS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/usr/lib/wsl/lib/libnvidia-ml.so.1")
+
+
 def _load(nvml: Any | None) -> Any:
     if nvml is not None:
         return nvml
+    if sys.platform.startswith("linux") and not any(map(os.path.exists, _DRIVER_MARKERS)):
+        # Cheaper than importing pynvml to learn the same (~35 ms on a small machine).
+        raise SensorUnavailable("NVML unavailable: no NVIDIA driver on this machine")
     try:
         import pynvml
     except ImportError as exc:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
@@ -14,6 +13,7 @@ from sqlalchemy import Connection, Engine, select, update
 
 from greenml.errors import ConfigError, RunNotFound, StoreError
 from greenml.measurement import Measurement, Sample
+from greenml.store import new_run_id
 from greenml.store import record as rec
 from greenml.store.engine import WRITE_OPTION, init_schema, make_engine, store_errors
 from greenml.store.rows import dumps, sample_dict, sample_row, window_dict, window_row
@@ -25,10 +25,6 @@ _AMBIGUOUS_SHOWN = 10
 
 def _now() -> float:
     return time.time()
-
-
-def _new_id() -> str:
-    return uuid.uuid4().hex[:12]
 
 
 class Store:
@@ -94,9 +90,10 @@ class Store:
         started_at: float,
         pid: int,
         hostname: str | None,
+        run_id: str | None = None,
     ) -> str:
-        """Insert a ``running`` run and return its id (12 hex characters)."""
-        run_id = _new_id()
+        """Insert a ``running`` run and return its id (12 hex characters, or ``run_id``)."""
+        run_id = run_id or new_run_id()
         with self._write("create a run in") as conn:
             conn.execute(
                 runs.insert().values(
