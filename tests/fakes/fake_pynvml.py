@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
+from tests.helpers import ManualClock
+
 NVML_SUCCESS = 0
 # name of the NVMLError_* class: (code, message), as in pynvml
 _ERROR_CODES = {
@@ -150,17 +152,7 @@ def p100(uuid: str = "GPU-p100-0000", **kw: Any) -> FakeGpuSpec:
     return replace(spec, power_limit_range_w=(125.0, 250.0), **kw)
 
 
-class FakeClock:
-    """Seconds since driver load; tests move it with :meth:`advance`."""
-
-    def __init__(self, start_s: float = 1000.0) -> None:
-        self.now = start_s
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+FakeClock = ManualClock  # seconds since "driver load"; tests move it with advance()
 
 
 @dataclass

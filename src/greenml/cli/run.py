@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from greenml.cli import render
+from greenml.cli.options import db_option
 
 if TYPE_CHECKING:
     from greenml.meter import Meter
@@ -32,13 +33,7 @@ if TYPE_CHECKING:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the run record to this JSON file.",
 )
-@click.option(
-    "--db",
-    "db_url",
-    metavar="URL",
-    help="Run store: a path, sqlite:///… or postgresql://… "
-    "(default: $GREENML_DB or the per-user SQLite file).",
-)
+@db_option
 @click.option(
     "--gpus",
     metavar="LIST",

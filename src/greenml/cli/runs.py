@@ -11,13 +11,7 @@ from typing import Any
 import click
 
 from greenml.cli import render
-
-_db_option = click.option(
-    "--db",
-    "db_url",
-    metavar="URL",
-    help="Run store URL or path (default: $GREENML_DB or the per-user SQLite file).",
-)
+from greenml.cli.options import db_option
 
 
 @click.group()
@@ -26,7 +20,7 @@ def runs() -> None:
 
 
 @runs.command("list")
-@_db_option
+@db_option
 @click.option("-n", "--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
 @click.option("--name", help="Only runs with this name.")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Only runs with this tag.")
@@ -66,7 +60,7 @@ def list_runs(
 
 
 @runs.command("show")
-@_db_option
+@db_option
 @click.argument("run_id")
 def show(db_url: str | None, run_id: str) -> None:
     """One run: what ran, how it ended, energy per component and device."""
@@ -97,7 +91,7 @@ def show(db_url: str | None, run_id: str) -> None:
 
 
 @runs.command("export")
-@_db_option
+@db_option
 @click.argument("run_id")
 @click.option(
     "--format",
