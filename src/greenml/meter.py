@@ -41,7 +41,7 @@ Clock = Callable[[], float]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _Begin:
     mono_s: float
     wall_s: float
@@ -61,6 +61,8 @@ class _Channel:
 
     def gap_seconds(self, start: float, end: float) -> float:
         """Seconds of [start, end] not covered by readings of this device."""
+        if not self.gaps and self.gap_start is None:
+            return 0.0
         spans = list(self.gaps)
         if self.gap_start is not None:
             spans.append((self.gap_start, end))
@@ -190,30 +192,27 @@ class Meter:
     ) -> Measurement:
         duration = max(0.0, end_mono - begin.mono_s)
         per_component: dict[str, dict[str, DeviceEnergy]] = {}
+        start_counters = begin.counters
         for key, channel in self._channels.items():
             device = channel.device
-            per_component.setdefault(device.component, {})[key] = self._device_energy(
-                channel, begin, end_mono, duration, counters
-            )
+            start_j, end_j = start_counters.get(key), counters.get(key)
+            if start_j is not None and end_j is not None:  # the hot path: two counter reads
+                energy = DeviceEnergy(
+                    end_j - start_j, device.method, device.uncertainty_rel, device.name
+                )
+            else:
+                energy = self._device_energy(channel, begin, end_mono, duration)
+            per_component.setdefault(device.component, {})[key] = energy
         started = datetime.fromtimestamp(begin.wall_s, tz=timezone.utc)
         components = {c: ComponentEnergy(devices) for c, devices in per_component.items()}
         return Measurement(name, started, duration, components)
 
     def _device_energy(
-        self,
-        channel: _Channel,
-        begin: _Begin,
-        end: float,
-        duration: float,
-        counters: dict[str, float],
+        self, channel: _Channel, begin: _Begin, end: float, duration: float
     ) -> DeviceEnergy:
+        """Energy of a device without both counter readings: from its power timeline."""
         device = channel.device
         if device.has_counter:
-            start_j, end_j = begin.counters.get(device.key), counters.get(device.key)
-            if start_j is not None and end_j is not None:
-                return DeviceEnergy(
-                    end_j - start_j, device.method, device.uncertainty_rel, device.name
-                )
             method, note = POWER_INTEGRATED, "energy counter unreadable; sampled power integrated"
         else:
             method, note = device.method, ""

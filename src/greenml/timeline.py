@@ -67,6 +67,8 @@ class PowerTimeline:
         """Joules between two times; 0.0 for an empty timeline or an empty interval."""
         if end_s <= start_s or not self._t:
             return 0.0
+        if start_s <= self._t[0]:  # often 0.0 .. t: one search instead of two
+            return self.energy_at(end_s) - self._p[0] * (start_s - self._t[0])
         return self.energy_at(end_s) - self.energy_at(start_s)
 
     def power_at(self, time_s: float) -> float | None:

@@ -12,6 +12,7 @@ stops answering, as a GPU that falls off the bus does.
 from __future__ import annotations
 
 import csv
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +77,9 @@ class FakeSensor(Sensor):
         self._devices = [
             Device(d.key, d.component, d.name, d.method, d.uncertainty_rel) for d in devices
         ]
+        self._counter_fakes = [(d.key, d) for d in devices if d.method == COUNTER]
+        lost = [d.lost_at_s for d in devices]
+        self._all_lost_at = math.inf if None in lost else max(t for t in lost if t is not None)
 
     @property
     def devices(self) -> list[Device]:
@@ -88,7 +92,7 @@ class FakeSensor(Sensor):
         return fake.lost_at_s is None or now < fake.lost_at_s
 
     def _raw(self, fake: FakeDevice, now: float) -> float:
-        energy = self._traces[fake.key].energy_between(0.0, now)
+        energy = self._traces[fake.key].energy_between(0.0, now) if now > 0 else 0.0
         if fake.counter_max_j is None:
             return energy
         return energy % (fake.counter_max_j + 1)
@@ -96,12 +100,11 @@ class FakeSensor(Sensor):
     def read_energy_j(self) -> dict[str, float]:
         now = self._now_checked()
         out: dict[str, float] = {}
-        for key, fake in self._fakes.items():
-            if fake.method != COUNTER or not self._alive(fake, now):
-                continue
-            counter = self._counters.get(key)
-            raw = self._raw(fake, now)
-            out[key] = counter.update(raw) if counter else raw
+        for key, fake in self._counter_fakes:
+            if fake.lost_at_s is None or now < fake.lost_at_s:
+                counter = self._counters.get(key)
+                raw = self._raw(fake, now)
+                out[key] = counter.update(raw) if counter else raw
         return out
 
     def read_power_w(self) -> dict[str, float]:
@@ -119,7 +122,7 @@ class FakeSensor(Sensor):
 
     def _now_checked(self) -> float:
         now = self._now()
-        if not any(self._alive(f, now) for f in self._fakes.values()):
+        if now >= self._all_lost_at:
             raise SensorError("every device of this fake sensor is lost")
         return now
 
