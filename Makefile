@@ -33,8 +33,14 @@ unit: $(TEST_STAMP)
 
 test: lint typecheck unit
 
-bench: $(TEST_STAMP)
-	$(BIN)/python benchmarks/run_all.py
+BENCH_STAMP := $(VENV)/.stamp-bench
+
+$(BENCH_STAMP): $(TEST_STAMP)
+	$(BIN)/pip install -q 'codecarbon==3.3.2'
+	touch $@
+
+bench: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/core_speed.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
