@@ -264,8 +264,23 @@ def bench_env(tmp: Path) -> dict[str, str]:
     """Environment of every child: a throw-away run store, quiet CodeCarbon."""
     env = dict(os.environ)
     env["GREENML_DB"] = str(tmp / "runs.db")
+    env["GREENML_SPOOL_DIR"] = str(tmp / "spool")
     env["CODECARBON_LOG_LEVEL"] = "error"
     return env
+
+
+def settle(env: dict[str, str], limit_s: float = 10.0) -> None:
+    """Wait until the detached writer of the last ``greenml run`` has stored its run.
+
+    A short command's run is stored after greenml has returned; timing the next
+    command while that writer still runs would charge its CPU to the next one
+    (there are only 2 cores), so each command is timed on a quiet machine.
+    """
+    spool = Path(env["GREENML_SPOOL_DIR"])
+    deadline = time.monotonic() + limit_s
+    while spool.is_dir() and any(spool.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)  # the writer's exit
 
 
 def spawn(worker: str, env: dict[str, str], **params: Any) -> subprocess.Popen[str]:
@@ -323,6 +338,7 @@ def median_walls(
     times: dict[str, list[float]] = {name: [] for name in cmds}
 
     def timed(name: str) -> None:
+        settle(env)
         try:
             times[name].append(wall_s(active[name], env))
         except BenchError as exc:

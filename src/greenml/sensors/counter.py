@@ -18,6 +18,11 @@ class WrappingCounter:
         self._max_raw = max_raw
         self.total = 0.0
 
+    @property
+    def wrap_at(self) -> float:
+        """The first raw value the counter never shows (it reads 0 again)."""
+        return self._max_raw + 1
+
     def update(self, raw: float) -> float:
         """Feed a new raw reading; returns the total counted since the first one."""
         delta = raw - self._last_raw

@@ -70,14 +70,24 @@ class FakeSensor(Sensor):
                 line.append(t, w)
             self._traces[d.key] = line
         self._counters = {
-            d.key: WrappingCounter(self._raw(d, 0.0), d.counter_max_j)
+            d.key: WrappingCounter(0.0, d.counter_max_j)
             for d in devices
             if d.method == COUNTER and d.counter_max_j is not None
         }
         self._devices = [
             Device(d.key, d.component, d.name, d.method, d.uncertainty_rel) for d in devices
         ]
-        self._counter_fakes = [(d.key, d) for d in devices if d.method == COUNTER]
+        self._counter_rows = [
+            (
+                d.key,
+                math.inf if d.lost_at_s is None else d.lost_at_s,
+                self._traces[d.key],
+                self._traces[d.key].energy_at(0.0),
+                self._counters.get(d.key),
+            )
+            for d in devices
+            if d.method == COUNTER
+        ]
         lost = [d.lost_at_s for d in devices]
         self._all_lost_at = math.inf if None in lost else max(t for t in lost if t is not None)
 
@@ -91,20 +101,13 @@ class FakeSensor(Sensor):
     def _alive(self, fake: FakeDevice, now: float) -> bool:
         return fake.lost_at_s is None or now < fake.lost_at_s
 
-    def _raw(self, fake: FakeDevice, now: float) -> float:
-        energy = self._traces[fake.key].energy_between(0.0, now) if now > 0 else 0.0
-        if fake.counter_max_j is None:
-            return energy
-        return energy % (fake.counter_max_j + 1)
-
     def read_energy_j(self) -> dict[str, float]:
         now = self._now_checked()
         out: dict[str, float] = {}
-        for key, fake in self._counter_fakes:
-            if fake.lost_at_s is None or now < fake.lost_at_s:
-                counter = self._counters.get(key)
-                raw = self._raw(fake, now)
-                out[key] = counter.update(raw) if counter else raw
+        for key, lost_at, line, energy_at_0, counter in self._counter_rows:
+            if now < lost_at:
+                energy = line.energy_at(now) - energy_at_0 if now > 0 else 0.0
+                out[key] = counter.update(energy % counter.wrap_at) if counter else energy
         return out
 
     def read_power_w(self) -> dict[str, float]:
