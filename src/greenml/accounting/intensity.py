@@ -46,8 +46,7 @@ class IntensityProvenance:
         """One line for tables and reports."""
         year = f" {self.year}" if self.year else ""
         return (
-            f"{self.source} ({self.location}{year}; {self.resolution}, "
-            f"{self.kind}, {self.scope})"
+            f"{self.source} ({self.location}{year}; {self.resolution}, {self.kind}, {self.scope})"
         )
 
 
@@ -71,3 +70,24 @@ class IntensitySource(Protocol):
             GreenmlError: The source could not be reached or read.
         """
         ...
+
+
+class ConstantSource:
+    """One intensity for all time: a figure the user gives (``--ci``) or a yearly value."""
+
+    def __init__(self, g_per_kwh: float, provenance: IntensityProvenance) -> None:
+        from greenml.errors import ConfigError
+
+        if not 0.0 <= g_per_kwh < 5000.0:
+            raise ConfigError(f"carbon intensity must be 0–5000 gCO2eq/kWh, got {g_per_kwh}")
+        self._intensity = GridIntensity(StepSeries.constant(g_per_kwh, "g/kWh"), provenance)
+
+    @classmethod
+    def user(cls, g_per_kwh: float) -> ConstantSource:
+        """A figure given on the command line or in the config file."""
+        return cls(
+            g_per_kwh, IntensityProvenance("given by the user", "-", "user", "average", "lifecycle")
+        )
+
+    def intensity(self, start_s: float, end_s: float) -> GridIntensity:
+        return self._intensity
