@@ -1,0 +1,162 @@
+"""Where the user's electricity comes from: the intensity source their settings name.
+
+Settings come from three layers, and the first layer that names any location
+wins as a whole: explicit arguments (the CLI's ``--zone`` …), then the
+environment (``GREENML_ZONE`` …), then the ``[location]`` section of the
+config file. Within a layer the most specific setting is used:
+``ci`` > ``trace`` > ``zone`` > ``region`` > ``country``; the description
+says which others were ignored. Nothing is guessed: with no setting at all
+the answer is ``None`` and a hint on how to set one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from greenml.accounting.intensity import ConstantSource, IntensitySource
+from greenml.errors import ConfigError
+
+KEYS = ("ci", "trace", "zone", "region", "country")  # most specific first
+ENV_VARS = {
+    "ci": "GREENML_CI",
+    "trace": "GREENML_INTENSITY_TRACE",
+    "zone": "GREENML_ZONE",
+    "region": "GREENML_REGION",
+    "country": "GREENML_COUNTRY",
+}
+_EXAMPLES = "--zone DE, --region us-central1, --country FR, --ci 300 or --trace FILE.csv"
+
+
+def default_config_path() -> Path:
+    """``config.toml`` in the per-user config folder (platformdirs)."""
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("greenml")) / "config.toml"
+
+
+def resolve_intensity_source(
+    *,
+    region: str | None = None,
+    zone: str | None = None,
+    country: str | None = None,
+    ci: float | None = None,
+    trace: str | Path | None = None,
+    config_path: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[IntensitySource | None, str]:
+    """The intensity source the user's location settings name, and how it was chosen.
+
+    Args:
+        region: A cloud region (``us-central1``, ``aws:eu-west-1``, ``westeurope``).
+        zone: An Electricity Maps zone (``DE``, ``US-CAL-CISO``).
+        country: An ISO 3166 code or English country name.
+        ci: A fixed intensity in gCO2eq/kWh; overrides every location.
+        trace: An hourly intensity CSV (see :func:`~greenml.accounting.traces.load_trace`).
+        config_path: The TOML config file; the per-user one by default.
+        env: Environment variables; ``os.environ`` by default.
+
+    Returns:
+        ``(source, description)``, e.g. ``(…, "--zone DE-LU")``, or
+        ``(None, hint)`` when no location is set anywhere.
+
+    Raises:
+        ConfigError: Unknown region/zone/country (with the closest names), a
+            bad ``ci``, an unreadable trace or config file.
+    """
+    given = {"ci": ci, "trace": trace, "zone": zone, "region": region, "country": country}
+    explicit = {k: v for k, v in given.items() if v is not None and str(v).strip()}
+    if explicit:
+        return _choose(explicit, lambda k: f"--{k} {explicit[k]}", Path.cwd())
+    env = os.environ if env is None else env
+    from_env = {k: env[var] for k, var in ENV_VARS.items() if env.get(var, "").strip()}
+    if from_env:
+        return _choose(from_env, lambda k: f"{ENV_VARS[k]}={from_env[k]}", Path.cwd())
+    path = Path(config_path) if config_path is not None else default_config_path()
+    from_file = _read_config(path, required=config_path is not None)
+    if from_file:
+        return _choose(
+            from_file, lambda k: f"config file {path}: {k} = {from_file[k]!r}", path.parent
+        )
+    hint = (
+        "carbon unknown: no location set. Give one of "
+        f"{_EXAMPLES}; or set {', '.join(ENV_VARS.values())}; "
+        f"or add a [location] section to {path}"
+    )
+    return None, hint
+
+
+def _choose(
+    settings: Mapping[str, Any], label: Callable[[str], str], base: Path
+) -> tuple[IntensitySource, str]:
+    """Build the source of the most specific setting; say which others were ignored."""
+    key = next(k for k in KEYS if k in settings)
+    description = label(key)
+    try:
+        source = _build(key, settings[key], base)
+    except ConfigError as e:
+        raise ConfigError(f"{description}: {e}") from e
+    others = [label(k) for k in KEYS if k in settings and k != key]
+    if others:
+        why = "overrides" if key == "ci" else "most specific; ignored:"
+        description += f" ({why} {', '.join(others)})"
+    return source, description
+
+
+def _build(key: str, value: Any, base: Path) -> IntensitySource:
+    from greenml.accounting import static
+
+    if key == "ci":
+        try:
+            g_per_kwh = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{value!r} is not a number of gCO2eq/kWh") from None
+        return ConstantSource.user(g_per_kwh)
+    if key == "trace":
+        from greenml.accounting.traces import load_trace
+
+        return load_trace(base / Path(str(value)).expanduser())
+    text = str(value).strip()
+    if key == "zone":
+        return static.zone_source(text)
+    if key == "region":
+        return static.cloud_region_source(text)
+    return static.country_source(text)
+
+
+def _read_config(path: Path, *, required: bool) -> dict[str, Any]:
+    """The ``[location]`` settings of a TOML file ({} if the file or section is absent)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        if required:
+            raise ConfigError(f"config file {path} does not exist") from None
+        return {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"config file {path}: {e}") from e
+    section = data.get("location", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"config file {path}: [location] must be a table")
+    unknown = sorted(set(section) - set(KEYS))
+    if unknown:
+        raise ConfigError(
+            f"config file {path}: unknown [location] key(s) {', '.join(unknown)}; "
+            f"known: {', '.join(KEYS)}"
+        )
+    settings: dict[str, Any] = {}
+    for key, value in section.items():
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not (number if key == "ci" else isinstance(value, str)):
+            kind = "a number" if key == "ci" else "a string"
+            raise ConfigError(f"config file {path}: [location] {key} must be {kind}")
+        if str(value).strip():
+            settings[key] = value
+    return settings
