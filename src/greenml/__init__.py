@@ -16,16 +16,18 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _LAZY = {
+    "estimate": "greenml.estimator",
     "Meter": "greenml.meter",
     "track": "greenml.meter",
     "Measurement": "greenml.measurement",
     "GreenmlError": "greenml.errors",
 }
 
-__all__ = ["GreenmlError", "Measurement", "Meter", "__version__", "track"]
+__all__ = ["GreenmlError", "Measurement", "Meter", "__version__", "estimate", "track"]
 
 if TYPE_CHECKING:
     from greenml.errors import GreenmlError
+    from greenml.estimator import estimate
     from greenml.measurement import Measurement
     from greenml.meter import Meter, track
 

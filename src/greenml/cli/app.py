@@ -14,11 +14,13 @@ def cli() -> None:
 
 
 def _register() -> None:
+    from greenml.cli.estimate import estimate
     from greenml.cli.run import run
     from greenml.cli.runs import runs
 
     cli.add_command(run)
     cli.add_command(runs)
+    cli.add_command(estimate)
 
 
 _register()

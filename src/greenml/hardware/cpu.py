@@ -1,4 +1,4 @@
-"""Hardware specs database: CPU model name → TDP (GPUs come later).
+"""CPU model name → TDP of one socket (GPUs live in ``greenml.hardware.gpu``).
 
 The CPU table (``data/cpu_tdp.csv``) is derived from CodeCarbon's
 ``cpu_power.csv`` (MIT); see ``data/SOURCES.md``. Names from ``/proc/cpuinfo``

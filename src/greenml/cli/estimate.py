@@ -1,0 +1,166 @@
+"""``greenml estimate``: energy, carbon and cost of a job that was not measured."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from greenml.cli import render
+
+if TYPE_CHECKING:
+    from greenml.estimator import Estimate
+
+_PRECISIONS = ("fp16", "bf16", "tf32", "fp32", "int8", "fp16_sparse")
+_EPILOG = """\b
+Examples:
+  greenml estimate --gpu H100 --count 8 --hours 100 --utilization 0.8
+  greenml estimate --flops 3.14e23 --gpu V100S --mfu 0.4
+  greenml estimate --params 70e9 --tokens 15e12 --gpu H100 --count 1024 --zone DE
+"""
+
+
+@click.command(epilog=_EPILOG)
+@click.option("--gpu", required=True, help="Device name or alias, e.g. H100, A100-SXM4-40GB, T4.")
+@click.option("--count", type=int, default=1, show_default=True, help="Devices in parallel.")
+@click.option("--hours", type=float, help="Wall-clock hours per device (device-hours mode).")
+@click.option("--flops", type=float, help="Total floating-point operations (compute mode).")
+@click.option("--params", type=float, help="Model parameters, e.g. 70e9 (with --tokens).")
+@click.option("--tokens", type=float, help="Training tokens, e.g. 15e12 (with --params).")
+@click.option("--mfu", type=float, help="Model FLOPs utilization in (0, 1]  [default: 1.0 = peak]")
+@click.option(
+    "--precision",
+    type=click.Choice(_PRECISIONS, case_sensitive=False),
+    help="Which peak the FLOPs run at  [default: fp16]",
+)
+@click.option("--utilization", type=float, help="Share of TDP drawn, in (0, 1]  [default: 1.0]")
+@click.option("--power-w", type=float, help="Average watts per device (e.g. measured); not TDP.")
+@click.option(
+    "--pue",
+    metavar="NUMBER|PROVIDER",
+    help="PUE, or a provider: gcp, aws, azure, datacenter  [default: 1.0]",
+)
+@click.option("--ci", type=float, help="Carbon intensity in gCO2eq/kWh.")
+@click.option("--region", help="Cloud region, e.g. us-central1, aws:eu-west-1.")
+@click.option("--zone", help="Grid zone, e.g. DE, US-CAL-CISO.")
+@click.option("--country", help="Country (ISO code or name).")
+@click.option("--price", type=float, help="Electricity price in USD/kWh (facility energy).")
+@click.option("--trials", type=int, default=1, show_default=True, help="Times the job runs.")
+@click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
+def estimate(
+    gpu: str,
+    count: int,
+    hours: float | None,
+    flops: float | None,
+    params: float | None,
+    tokens: float | None,
+    mfu: float | None,
+    precision: str | None,
+    utilization: float | None,
+    power_w: float | None,
+    pue: str | None,
+    ci: float | None,
+    region: str | None,
+    zone: str | None,
+    country: str | None,
+    price: float | None,
+    trials: int,
+    as_json: bool,
+) -> None:
+    """Estimate the energy, CO2eq and cost of a job from device-hours, FLOPs or params × tokens."""
+    from greenml.accounting.location import resolve_intensity_source
+    from greenml.estimator import estimate as run_estimate
+
+    source, description = resolve_intensity_source(region=region, zone=zone, country=country, ci=ci)
+    result = run_estimate(
+        gpu=gpu,
+        count=count,
+        hours=hours,
+        flops=flops,
+        params=params,
+        tokens=tokens,
+        mfu=mfu,
+        precision=precision.lower() if precision else None,
+        utilization=utilization,
+        power_w=power_w,
+        pue=_parse_pue(pue),
+        ci=source,
+        ci_description=description,
+        price=price,
+        trials=trials,
+    )
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        return
+    out = render.console()
+    out.print(summary_table(result))
+    if result.equivalences:
+        out.print(equivalence_table(result))
+    out.print("formula:")
+    for line in result.formula.splitlines():
+        out.print(f"  {line}", markup=False)
+    out.print(assumptions_table(result))
+    for note in result.notes:
+        out.print(f"note: {note}", markup=False)
+
+
+def _parse_pue(text: str | None) -> float | str | None:
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def summary_table(e: Estimate) -> Any:
+    """Energy (IT and facility), CO2eq, cost and device-hours."""
+    from rich.table import Table
+
+    from greenml.estimate_inputs import mass_text, num
+
+    title = f"greenml estimate · {e.gpu.name} · {e.mode}"
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_column("basis", overflow="fold")
+    table.add_row("energy (IT)", render.energy(e.it_energy_j), f"{num(e.power_w)} W per device")
+    table.add_row("energy (facility)", render.energy(e.energy_j), f"PUE {e.pue.value:g}")
+    co2 = "unknown" if e.co2_g is None else mass_text(e.co2_g)
+    ci = "" if e.intensity_g_per_kwh is None else f"{num(e.intensity_g_per_kwh)} g/kWh, "
+    table.add_row("CO2eq", co2, f"{ci}{e.intensity_source}")
+    cost = "-" if e.cost_usd is None else f"${num(e.cost_usd)}"
+    table.add_row("cost", cost, "" if e.cost_usd is not None else "no --price given")
+    table.add_row("device-hours", num(e.device_hours), f"wall-clock {num(e.wall_hours)} h")
+    return table
+
+
+def equivalence_table(e: Estimate) -> Any:
+    """Everyday equivalences with their factors."""
+    from rich.table import Table
+
+    from greenml.estimate_inputs import num
+
+    table = Table(title="equivalent to", title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("amount", justify="right")
+    table.add_column("of")
+    table.add_column("factor", overflow="fold")
+    for eq in e.equivalences:
+        table.add_row(num(eq.value, 3), eq.label, eq.factor.description)
+    return table
+
+
+def assumptions_table(e: Estimate) -> Any:
+    """Every input and default with its source."""
+    from rich.table import Table
+
+    table = Table(title="assumptions", title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("input")
+    table.add_column("value", justify="right")
+    table.add_column("source", overflow="fold")
+    for name, item in e.assumptions.items():
+        value = item["value"]
+        shown = "-" if value is None else (f"{value:g}" if isinstance(value, float) else value)
+        table.add_row(name, str(shown), str(item["source"]))
+    return table

@@ -1,0 +1,140 @@
+"""``greenml estimate`` in-process: the table, --json, location options and errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+import greenml.cli.app as app
+from greenml.accounting import location
+from greenml.cli import main
+from greenml.cli.estimate import estimate
+
+
+@pytest.fixture(autouse=True)
+def no_user_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No GREENML_* variables and no per-user config file leak into the tests."""
+    for var in location.ENV_VARS.values():
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(location, "default_config_path", lambda: tmp_path / "none.toml")
+
+
+def run(*args: str) -> dict[str, object]:
+    result = CliRunner().invoke(estimate, [*args, "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    data: dict[str, object] = json.loads(result.output)
+    return data
+
+
+def test_device_hours_table_shows_every_figure() -> None:
+    args = ["--gpu", "H100", "--count", "8", "--hours", "100", "--utilization", "0.8"]
+    result = CliRunner().invoke(estimate, [*args, "--pue", "1.1", "--ci", "300", "--price", "0.12"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    for text in (
+        "H100 SXM",
+        "energy (IT)",
+        "448 kWh",
+        "energy (facility)",
+        "492.8 kWh",
+        "CO2eq",
+        "147.8 kg",
+        "$59.14",
+        "device-hours",
+        "800",
+        "passenger car-years",
+        "smartphone charges",
+        "US household-years",
+        "formula:",
+        "device-hours = 8 × 100 h = 800 h",
+        "IT energy = 800 h × 560 W = 448 kWh",
+        "CO2eq = 492.8 kWh × 300 g/kWh = 147.8 kg",
+        "assumptions",
+        "TDP 700 W (gpus.csv) × utilization 0.8",
+    ):
+        assert text in out, text
+
+
+def test_gpt3_compute_mode_as_json() -> None:
+    data = run("--flops", "3.14e23", "--gpu", "V100S", "--precision", "fp16")
+    assert data["device_hours"] == pytest.approx(670_940, rel=0.005)
+    assert data["energy_mwh"] == pytest.approx(167.7, rel=0.005)
+    assert data["co2_t"] is None and data["cost_usd"] is None
+    for key in ("energy_mwh", "co2_t", "cost_usd", "device_hours", "assumptions", "formula"):
+        assert key in data
+
+
+def test_model_and_data_mode_with_mfu_and_trials() -> None:
+    base = ["--params", "70e9", "--tokens", "15e12", "--gpu", "H100", "--count", "1024"]
+    one = run(*base, "--mfu", "0.4", "--ci", "400")
+    three = run(*base, "--mfu", "0.4", "--ci", "400", "--trials", "3")
+    flops = 6 * 70e9 * 15e12
+    assert one["device_hours"] == pytest.approx(flops / (989.5e12 * 0.4) / 3600)
+    assert three["co2_t"] == pytest.approx(3 * float(one["co2_t"]))  # type: ignore[arg-type]
+
+
+def test_power_w_and_provider_pue() -> None:
+    data = run("--gpu", "V100", "--count", "10000", "--hours", "355.2", "--power-w", "330",
+               "--pue", "1.10", "--ci", "429")  # fmt: skip
+    assert data["energy_mwh"] == pytest.approx(1287, rel=0.005)
+    assert data["co2_t"] == pytest.approx(552, rel=0.005)
+    gcp = run("--gpu", "T4", "--hours", "10", "--pue", "gcp")
+    assert gcp["pue"] == 1.10
+
+
+def test_zone_is_resolved_by_the_location_settings() -> None:
+    data = run("--gpu", "A100", "--hours", "10", "--zone", "DE")
+    assert data["co2_t"] is not None
+    assert data["intensity_g_per_kwh"] and "--zone DE" in str(data["intensity_source"])
+
+
+def test_carbon_unknown_is_said_with_how_to_fix_it() -> None:
+    result = CliRunner().invoke(estimate, ["--gpu", "L4", "--hours", "5"])
+    assert result.exit_code == 0, result.output
+    assert "unknown" in result.output
+    assert "note: carbon unknown" in result.output and "--zone" in result.output
+
+
+@pytest.fixture
+def greenml_with_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``greenml.cli.main`` with the command registered on a local group."""
+
+    @click.group()
+    def local() -> None:
+        """Test group."""
+
+    local.add_command(estimate)
+    monkeypatch.setattr(app, "cli", local)
+
+
+@pytest.mark.usefixtures("greenml_with_estimate")
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--gpu", "H1000", "--hours", "1"], "unknown GPU 'H1000'; closest: H100 SXM"),
+        (["--gpu", "H100", "--hours", "1", "--flops", "1e20"], "got hours and flops"),
+        (["--gpu", "H100", "--hours", "-1"], "hours must be a positive number"),
+        (["--gpu", "H100", "--flops", "1e20", "--mfu", "1.5"], r"mfu must be in (0, 1]"),
+        (["--gpu", "T4", "--flops", "1e20", "--precision", "bf16"], "T4 has no bf16"),
+        (["--gpu", "TPU v5e", "--hours", "1"], "give power_w"),
+        (["--gpu", "H100", "--hours", "1", "--zone", "NOWHERE"], "--zone NOWHERE"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["estimate", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("greenml: error: ") and message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.usefixtures("greenml_with_estimate")
+def test_main_runs_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--gpu", "A10G", "--hours", "2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["gpu"] == "A10G" and data["energy_kwh"] == pytest.approx(0.6)
