@@ -163,3 +163,41 @@ def test_bad_config_files(tmp_path: Path, body: str, expected: str) -> None:
 def test_a_named_config_file_must_exist(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         resolve_intensity_source(env={}, config_path=tmp_path / "nope.toml")
+
+
+def test_a_live_provider_answers_for_the_zone(tmp_path: Path) -> None:
+    from greenml.accounting.live import (
+        ElectricityMapsSource,
+        UkCarbonIntensitySource,
+        WattTimeSource,
+    )
+
+    env = {"GREENML_ELECTRICITYMAPS_TOKEN": "t0k3n"}
+    source, how = resolve_intensity_source(
+        zone="DE", provider="electricitymaps", env=env, config_path=_no_config(tmp_path)
+    )
+    assert isinstance(source, ElectricityMapsSource)
+    assert how == "--zone DE via electricitymaps"
+    source, _ = resolve_intensity_source(
+        zone="CAISO_NORTH", env={"GREENML_INTENSITY_PROVIDER": "watttime"},
+        config_path=_no_config(tmp_path),
+    )  # fmt: skip
+    assert isinstance(source, WattTimeSource)
+    config = tmp_path / "config.toml"
+    config.write_text('[location]\nzone = "GB"\nprovider = "ukci"\n')
+    source, how = resolve_intensity_source(env={}, config_path=config)
+    assert isinstance(source, UkCarbonIntensitySource)
+    assert how.endswith("via ukci")
+
+
+def test_an_unknown_provider_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown intensity provider 'nope'"):
+        resolve_intensity_source(
+            zone="DE", provider="nope", env={}, config_path=_no_config(tmp_path)
+        )
+
+
+def _no_config(tmp_path: Path) -> Path:
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    return empty

@@ -29,6 +29,9 @@ ENV_VARS = {
     "country": "GREENML_COUNTRY",
 }
 _EXAMPLES = "--zone DE, --region us-central1, --country FR, --ci 300 or --trace FILE.csv"
+# Who answers for a zone: the packaged yearly means, or a live API.
+PROVIDERS = ("static", "electricitymaps", "watttime", "ukci")
+PROVIDER_ENV = "GREENML_INTENSITY_PROVIDER"
 
 
 def default_config_path() -> Path:
@@ -47,6 +50,7 @@ def resolve_intensity_source(
     trace: str | Path | None = None,
     config_path: str | Path | None = None,
     env: Mapping[str, str] | None = None,
+    provider: str | None = None,
 ) -> tuple[IntensitySource | None, str]:
     """The intensity source the user's location settings name, and how it was chosen.
 
@@ -58,6 +62,10 @@ def resolve_intensity_source(
         trace: An hourly intensity CSV (see :func:`~greenml.accounting.traces.load_trace`).
         config_path: The TOML config file; the per-user one by default.
         env: Environment variables; ``os.environ`` by default.
+        provider: Who answers for a ``zone``: ``static`` (packaged yearly
+            means, the default), ``electricitymaps``, ``watttime`` (the zone is
+            a WattTime region) or ``ukci`` (the zone is ``GB`` or a postcode).
+            Also ``GREENML_INTENSITY_PROVIDER`` or ``provider`` in the config.
 
     Returns:
         ``(source, description)``, e.g. ``(…, "--zone DE-LU")``, or
@@ -69,17 +77,21 @@ def resolve_intensity_source(
     """
     given = {"ci": ci, "trace": trace, "zone": zone, "region": region, "country": country}
     explicit = {k: v for k, v in given.items() if v is not None and str(v).strip()}
-    if explicit:
-        return _choose(explicit, lambda k: f"--{k} {explicit[k]}", Path.cwd())
     env = os.environ if env is None else env
-    from_env = {k: env[var] for k, var in ENV_VARS.items() if env.get(var, "").strip()}
-    if from_env:
-        return _choose(from_env, lambda k: f"{ENV_VARS[k]}={from_env[k]}", Path.cwd())
     path = Path(config_path) if config_path is not None else default_config_path()
     from_file = _read_config(path, required=config_path is not None)
+    provider = _provider(provider or env.get(PROVIDER_ENV) or from_file.pop("provider", None))
+    if explicit:
+        return _choose(explicit, lambda k: f"--{k} {explicit[k]}", Path.cwd(), provider)
+    from_env = {k: env[var] for k, var in ENV_VARS.items() if env.get(var, "").strip()}
+    if from_env:
+        return _choose(from_env, lambda k: f"{ENV_VARS[k]}={from_env[k]}", Path.cwd(), provider)
     if from_file:
         return _choose(
-            from_file, lambda k: f"config file {path}: {k} = {from_file[k]!r}", path.parent
+            from_file,
+            lambda k: f"config file {path}: {k} = {from_file[k]!r}",
+            path.parent,
+            provider,
         )
     hint = (
         "carbon unknown: no location set. Give one of "
@@ -89,24 +101,45 @@ def resolve_intensity_source(
     return None, hint
 
 
+def _provider(name: str | None) -> str:
+    chosen = (name or "static").strip().lower()
+    if chosen not in PROVIDERS:
+        raise ConfigError(f"unknown intensity provider {name!r}; known: {', '.join(PROVIDERS)}")
+    return chosen
+
+
 def _choose(
-    settings: Mapping[str, Any], label: Callable[[str], str], base: Path
+    settings: Mapping[str, Any], label: Callable[[str], str], base: Path, provider: str
 ) -> tuple[IntensitySource, str]:
     """Build the source of the most specific setting; say which others were ignored."""
     key = next(k for k in KEYS if k in settings)
     description = label(key)
     try:
-        source = _build(key, settings[key], base)
+        source = _build(key, settings[key], base, provider)
     except ConfigError as e:
         raise ConfigError(f"{description}: {e}") from e
     others = [label(k) for k in KEYS if k in settings and k != key]
     if others:
         why = "overrides" if key == "ci" else "most specific; ignored:"
         description += f" ({why} {', '.join(others)})"
+    if key == "zone" and provider != "static":
+        description += f" via {provider}"
     return source, description
 
 
-def _build(key: str, value: Any, base: Path) -> IntensitySource:
+def _live(provider: str, zone: str) -> IntensitySource:
+    """A live API answering for ``zone`` (credentials from the environment)."""
+    from greenml.accounting import live
+
+    if provider == "electricitymaps":
+        return live.ElectricityMapsSource(zone)
+    if provider == "watttime":
+        return live.WattTimeSource(zone)
+    national = zone.upper() in ("GB", "UK", "NATIONAL")
+    return live.UkCarbonIntensitySource(postcode=None if national else zone)
+
+
+def _build(key: str, value: Any, base: Path, provider: str = "static") -> IntensitySource:
     from greenml.accounting import static
 
     if key == "ci":
@@ -121,7 +154,7 @@ def _build(key: str, value: Any, base: Path) -> IntensitySource:
         return load_trace(base / Path(str(value)).expanduser())
     text = str(value).strip()
     if key == "zone":
-        return static.zone_source(text)
+        return static.zone_source(text) if provider == "static" else _live(provider, text)
     if key == "region":
         return static.cloud_region_source(text)
     return static.country_source(text)
@@ -145,15 +178,15 @@ def _read_config(path: Path, *, required: bool) -> dict[str, Any]:
     section = data.get("location", {})
     if not isinstance(section, dict):
         raise ConfigError(f"config file {path}: [location] must be a table")
-    unknown = sorted(set(section) - set(KEYS))
+    unknown = sorted(set(section) - {*KEYS, "provider"})
     if unknown:
         raise ConfigError(
             f"config file {path}: unknown [location] key(s) {', '.join(unknown)}; "
-            f"known: {', '.join(KEYS)}"
+            f"known: {', '.join(KEYS)}, provider"
         )
     settings: dict[str, Any] = {}
     for key, value in section.items():
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
         if not (number if key == "ci" else isinstance(value, str)):
             kind = "a number" if key == "ci" else "a string"
             raise ConfigError(f"config file {path}: [location] {key} must be {kind}")
