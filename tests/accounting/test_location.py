@@ -165,16 +165,18 @@ def test_a_named_config_file_must_exist(tmp_path: Path) -> None:
         resolve_intensity_source(env={}, config_path=tmp_path / "nope.toml")
 
 
-def test_a_live_provider_answers_for_the_zone(tmp_path: Path) -> None:
+def test_a_live_provider_answers_for_the_zone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from greenml.accounting.live import (
         ElectricityMapsSource,
         UkCarbonIntensitySource,
         WattTimeSource,
     )
 
-    env = {"GREENML_ELECTRICITYMAPS_TOKEN": "t0k3n"}
+    monkeypatch.setenv("GREENML_ELECTRICITYMAPS_TOKEN", "t0k3n")
     source, how = resolve_intensity_source(
-        zone="DE", provider="electricitymaps", env=env, config_path=_no_config(tmp_path)
+        zone="DE", provider="electricitymaps", env={}, config_path=_no_config(tmp_path)
     )
     assert isinstance(source, ElectricityMapsSource)
     assert how == "--zone DE via electricitymaps"
