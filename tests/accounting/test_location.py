@@ -175,6 +175,8 @@ def test_a_live_provider_answers_for_the_zone(
     )
 
     monkeypatch.setenv("GREENML_ELECTRICITYMAPS_TOKEN", "t0k3n")
+    monkeypatch.setenv("GREENML_WATTTIME_USERNAME", "user")
+    monkeypatch.setenv("GREENML_WATTTIME_PASSWORD", "secret")
     source, how = resolve_intensity_source(
         zone="DE", provider="electricitymaps", env={}, config_path=_no_config(tmp_path)
     )
