@@ -26,7 +26,7 @@ lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
 
 typecheck: $(TEST_STAMP)
-	$(BIN)/mypy src/greenml/sensors src/greenml/meter.py src/greenml/measurement.py src/greenml/store
+	$(BIN)/mypy src/greenml
 
 unit: $(TEST_STAMP)
 	$(BIN)/pytest -q
@@ -41,6 +41,8 @@ $(BENCH_STAMP): $(TEST_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/core_speed.py
+	$(BIN)/python benchmarks/intensity_load.py
+	$(BIN)/python benchmarks/accounting_speed.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

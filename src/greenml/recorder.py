@@ -110,6 +110,7 @@ class Recorder:
         ended_at: float,
         notes: list[str] | None = None,
         wait_for_store: bool = False,
+        extra: dict[str, Any] | None = None,
     ) -> dict[str, Any] | None:
         """Store the final figures; return the run record when it was stored here.
 
@@ -117,6 +118,7 @@ class Recorder:
         fallback, a missing sensor); they are kept in the energy block. Unless
         ``wait_for_store``, a store that is not open yet is not waited for: the
         run goes to the spool (``self.spooled``) and ``None`` is returned.
+        ``extra`` blocks (``carbon``, ``cost``) are merged into the record.
         """
         energy = {**measurement.to_dict(), "notes": list(notes or [])}
         final = {"status": status, "exit_code": exit_code, "duration_s": measurement.duration_s,
@@ -129,23 +131,29 @@ class Recorder:
             self._thread.join()
             if self.error is None:
                 try:
-                    return self._finish_here(measurement, final)
+                    return self._finish_here(measurement, final, extra or {})
                 except GreenmlError as exc:
                     self.error = exc
-        self._spool(measurement, final)
+        self._spool(measurement, final, extra or {})
         return None
 
-    def _finish_here(self, measurement: Measurement, final: dict[str, Any]) -> dict[str, Any]:
+    def _finish_here(
+        self, measurement: Measurement, final: dict[str, Any], extra: dict[str, Any]
+    ) -> dict[str, Any]:
         try:
             self._flush()
             self._store.add_windows(self.run_id, [measurement])
+            if extra:
+                self._store.update_extra(self.run_id, extra)
             self._store.finish_run(self.run_id, **final)
             record: dict[str, Any] = self._store.get_record(self.run_id)
             return record
         finally:
             self._store.close()
 
-    def _spool(self, measurement: Measurement, final: dict[str, Any]) -> None:
+    def _spool(
+        self, measurement: Measurement, final: dict[str, Any], extra: dict[str, Any]
+    ) -> None:
         from greenml.store.spool import start_ingester, write_spool
         from greenml.store.url import resolve_url
 
@@ -164,6 +172,7 @@ class Recorder:
             "window": {"name": measurement.name, "started_at": measurement.started_at.timestamp(),
                        "duration_s": measurement.duration_s, "energy": measurement.to_dict()},
             "finish": final,
+            "extra": extra,
         }  # fmt: skip
         try:
             self.spooled = write_spool(payload)

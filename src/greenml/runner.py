@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -10,6 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from greenml.accounting.run_accounting import (
+    Accounting,
+    AccountingOptions,
+    prepare_accounting,
+    unavailable,
+)
 from greenml.errors import ConfigError
 from greenml.measurement import Measurement
 from greenml.meter import Meter
@@ -17,6 +24,7 @@ from greenml.process import Child
 from greenml.recorder import Recorder, RunStart
 
 RUN_WINDOW = "run"
+log = logging.getLogger("greenml")
 
 
 @dataclass
@@ -33,6 +41,7 @@ class RunOptions:
     sample_hz: float = 1.0
     include_hostname: bool = True
     wait_for_store: bool = False  # True: store the run before returning (needed for its record)
+    accounting: AccountingOptions | None = None  # location, PUE, prices, instance
 
 
 @dataclass
@@ -47,6 +56,7 @@ class RunResult:
     store_error: str | None
     spooled: Path | None
     forwarded_signals: list[int]
+    accounting: dict[str, Any] = field(default_factory=dict)  # the carbon and cost blocks
 
 
 def parse_tags(pairs: Sequence[str]) -> dict[str, str]:
@@ -70,6 +80,7 @@ def run_measured(options: RunOptions, on_tick: Callable[[Meter], None] | None = 
     if options.sample_hz <= 0 or options.sample_hz > 100:
         raise ConfigError(f"--sample-hz must be in (0, 100], got {options.sample_hz}")
     _preflight_store(options.db_url)
+    accounting = prepare_accounting(options.accounting)
     started_at = time.time()
     child = Child(options.command)
     try:
@@ -99,11 +110,13 @@ def run_measured(options: RunOptions, on_tick: Callable[[Meter], None] | None = 
     finally:
         child.restore_signals()
     measurement = meter.end_window(RUN_WINDOW, sync_execution=False)
+    timelines = {d.key: meter.timeline(d.key) for d in meter.devices} if accounting.active else {}
     meter.close()
+    blocks = _account(accounting, measurement, timelines)
     status = "completed" if code == 0 else "failed"
     record = recorder.finish(
         measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes,
-        wait_for_store=options.wait_for_store,
+        wait_for_store=options.wait_for_store, extra=blocks,
     )  # fmt: skip
     return RunResult(
         exit_code=code,
@@ -114,7 +127,20 @@ def run_measured(options: RunOptions, on_tick: Callable[[Meter], None] | None = 
         store_error=str(recorder.error) if recorder.error else None,
         spooled=recorder.spooled,
         forwarded_signals=child.forwarded,
+        accounting=blocks,
     )
+
+
+def _account(
+    accounting: Accounting, measurement: Measurement, timelines: dict[str, Any]
+) -> dict[str, Any]:
+    """The carbon and cost blocks; a bug in them must not cost the user the run record."""
+    try:
+        return accounting.account(measurement, timelines)
+    except Exception as exc:
+        log.warning("greenml: carbon and cost not computed: %r", exc)
+        reason = f"accounting failed: {exc!r}"
+        return {"carbon": unavailable("kg", reason), "cost": unavailable("usd", reason)}
 
 
 def _preflight_store(db_url: str | None) -> None:

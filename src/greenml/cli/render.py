@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -88,3 +89,74 @@ def console(stderr: bool = False) -> Any:
 def print_err(renderable: Any) -> None:
     """Print to stderr (greenml never writes its own output into the command's stdout)."""
     console(stderr=True).print(renderable)
+
+
+def co2(kg: float) -> str:
+    """Kilograms of CO2eq in the unit a person reads best (g, kg, t)."""
+    grams = kg * 1000.0
+    if abs(grams) < 1:
+        return f"{grams:.3g} g CO2eq"
+    if abs(grams) < 1000:
+        return f"{grams:.1f} g CO2eq"
+    if abs(kg) < 1000:
+        return f"{kg:.2f} kg CO2eq"
+    return f"{kg / 1000:.2f} t CO2eq"
+
+
+def usd(amount: float) -> str:
+    """Dollars with cents, or two significant digits below a cent (``$0.000066``)."""
+    sign = "-" if amount < 0 else ""
+    value = abs(amount)
+    if value >= 1 or value == 0:
+        return f"{sign}${value:,.2f}"
+    digits = min(10, max(2, 1 - math.floor(math.log10(value))))
+    return f"{sign}${value:.{digits}f}"
+
+
+def carbon_lines(block: dict[str, Any] | None) -> list[str]:
+    """The carbon of a run: kg with uncertainty, intensity and source, PUE, IT vs facility."""
+    if not block:
+        return []
+    status = block.get("status", "ok")
+    if status != "ok" or block.get("kg") is None:
+        why = str(block.get("hint") or block.get("reason") or "")
+        why = why.removeprefix("carbon unknown: ")
+        return [f"carbon: {status} — {why}" if why else f"carbon: {status}"]
+    rel = block.get("uncertainty_rel")
+    spread = f" {percent(rel)}" if rel is not None else ""
+    it_j = float(block.get("it_energy_kwh", 0.0)) * JOULES_PER_KWH
+    facility_j = float(block.get("facility_energy_kwh", 0.0)) * JOULES_PER_KWH
+    return [
+        f"carbon: {co2(block['kg'])}{spread} ({block.get('method', '')})",
+        f"        {block.get('intensity_g_per_kwh', 0.0):.0f} g/kWh — {block.get('source', '')}",
+        f"        PUE {block.get('pue', 1.0):.2f} ({block.get('pue_source', '')}) · "
+        f"IT {energy(it_j)} → facility {energy(facility_j)}",
+    ]
+
+
+def cost_lines(block: dict[str, Any] | None, show_unknown: bool = False) -> list[str]:
+    """The cost of a run: electricity at its price, and the instance's hours."""
+    if not block:
+        return []
+    status = block.get("status", "ok")
+    instance = block.get("instance")
+    lines = []
+    if status != "ok" or block.get("usd") is None:
+        if status == "unknown" and not show_unknown and not instance:
+            return []
+        why = block.get("hint") or block.get("reason") or ""
+        lines.append(f"cost:   {status} — {why}" if why else f"cost:   {status}")
+    elif block.get("basis", "electricity") == "electricity":
+        rate = block.get("usd_per_kwh_effective")
+        at = f" · {usd(rate)}/kWh effective" if rate is not None else ""
+        lines.append(f"cost:   {usd(block['usd'])} electricity{at} ({block.get('method', '')})")
+        lines.append(f"        {block.get('source', '')}")
+    if instance:
+        head = "cost:  " if not lines else "       "
+        lines.append(
+            f"{head} {usd(instance['usd'])} instance {instance['instance_type']} "
+            f"({instance['provider']} {instance['region']}, {instance['pricing']}): "
+            f"{duration(instance['hours'] * 3600)} × {usd(instance['usd_per_h'])}/h"
+        )
+        lines.append(f"        {instance['source']}, {instance['date']} (list price)")
+    return lines

@@ -13,6 +13,49 @@ import click
 from greenml.cli import render
 from greenml.cli.options import db_option
 
+_PATH = click.Path(exists=True, dir_okay=False, path_type=str)
+_ACCOUNTING_OPTIONS = (
+    click.option("--region", help="Cloud region of the machine (e.g. us-central1), for carbon."),
+    click.option("--zone", help="Grid zone (e.g. DE, US-CAL-CISO), for carbon."),
+    click.option("--country", help="Country (ISO code), for a yearly average intensity."),
+    click.option(
+        "--ci", type=float, metavar="G_PER_KWH", help="Grid carbon intensity (gCO2eq/kWh)."
+    ),
+    click.option(
+        "--intensity-trace",
+        "--trace",
+        "intensity_trace",
+        type=_PATH,
+        metavar="CSV",
+        help="Hourly carbon intensity file.",
+    ),
+    click.option(
+        "--intensity-provider",
+        metavar="NAME",
+        help="Who answers for --zone: static (yearly), electricitymaps, watttime, ukci.",
+    ),
+    click.option(
+        "--pue", metavar="X|PROVIDER", help="PUE, or gcp, aws, azure, datacenter, personal."
+    ),
+    click.option("--price", type=float, metavar="USD_PER_KWH", help="Electricity price."),
+    click.option(
+        "--price-trace", type=_PATH, metavar="CSV", help="Hourly electricity prices (USD/MWh)."
+    ),
+    click.option("--instance", metavar="TYPE", help="Cloud instance type, for its hourly price."),
+    click.option("--spot", is_flag=True, help="Use the instance's spot price."),
+    click.option(
+        "--instance-prices", type=_PATH, metavar="CSV", help="Your own instance price table."
+    ),
+)
+
+
+def accounting_options(f: Any) -> Any:
+    """Location, PUE and price options (carbon and cost of the run)."""
+    for option in reversed(_ACCOUNTING_OPTIONS):
+        f = option(f)
+    return f
+
+
 if TYPE_CHECKING:
     from greenml.meter import Meter
     from greenml.runner import RunOptions, RunResult
@@ -52,6 +95,7 @@ if TYPE_CHECKING:
 )
 @click.option("--no-hostname", is_flag=True, help="Do not record the host name.")
 @click.option("-q", "--quiet", is_flag=True, help="No live status line and no summary.")
+@accounting_options
 @click.argument(
     "command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="COMMAND [ARGS]"
 )
@@ -67,8 +111,10 @@ def run(
     no_hostname: bool,
     quiet: bool,
     command: tuple[str, ...],
+    **accounting: Any,
 ) -> None:
     """Run COMMAND, measure its energy, save the run, and exit with COMMAND's exit code."""
+    from greenml.accounting.run_accounting import AccountingOptions
     from greenml.process import exit_like
     from greenml.runner import RunOptions, parse_tags, run_measured
 
@@ -85,6 +131,7 @@ def run(
         sample_hz=sample_hz,
         include_hostname=not no_hostname,
         wait_for_store=json_path is not None,
+        accounting=AccountingOptions(**accounting),
     )
     live = None if quiet or not sys.stderr.isatty() else _LiveLine()
     result = run_measured(options, on_tick=live.update if live else None)
@@ -146,6 +193,9 @@ def _summarize(result: RunResult) -> None:
     verdict = "completed" if result.exit_code == 0 else f"failed (exit {result.exit_code})"
     title = f"greenml run {run_id} · {verdict} · {render.duration(m.duration_s)}"
     render.print_err(render.measurement_table(m, title))
+    blocks = result.accounting
+    for line in render.carbon_lines(blocks.get("carbon")) + render.cost_lines(blocks.get("cost")):
+        print(f"  {line}", file=sys.stderr)
     for note in result.notes:
         print(f"  note: {note}", file=sys.stderr)
 
@@ -164,6 +214,7 @@ def _unsaved_record(options: RunOptions, result: RunResult) -> dict[str, Any]:
         "energy": {**m.to_dict(), "notes": result.notes},
         "environment": {},
         "tags": options.tags,
+        **result.accounting,
         "saved": False,
         "store_error": result.store_error,
     }

@@ -85,6 +85,9 @@ def show(db_url: str | None, run_id: str) -> None:
     for label, value in lines:
         console.print(f"[bold]{label:>9}[/bold]  {value}", highlight=False, markup=True)
     console.print(_energy_table(record.get("energy") or {}))
+    carbon, cost = record.get("carbon"), record.get("cost")
+    for line in render.carbon_lines(carbon) + render.cost_lines(cost, show_unknown=True):
+        console.print(f"  {line}", highlight=False, markup=False)
     env = record.get("environment") or {}
     if env:
         console.print(f"[bold]{'env':>9}[/bold]  {_environment_line(env)}", highlight=False)

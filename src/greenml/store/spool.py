@@ -135,7 +135,8 @@ def ingest(store: Store, payload: dict[str, Any]) -> str:
     existing = _existing(store, run["run_id"])
     if existing is None:
         store.create_run(**run)
-    store.update_extra(run["run_id"], {"measured_devices": payload.get("measured_devices", {})})
+    extra = {"measured_devices": payload.get("measured_devices", {}), **payload.get("extra", {})}
+    store.update_extra(run["run_id"], extra)
     env = payload.get("environment") or capture_environment(
         include_hostname=payload.get("include_hostname", True), cwd=payload.get("cwd")
     )
