@@ -23,7 +23,7 @@ demo: $(DEMO_STAMP)
 	$(BIN)/greenml run --name demo-digits-mlp --tag example=digits -- $(BIN)/python examples/train_digits.py
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples scripts
 
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy src/greenml
