@@ -205,3 +205,27 @@ def _no_config(tmp_path: Path) -> Path:
     empty = tmp_path / "empty.toml"
     empty.write_text("")
     return empty
+
+
+def test_a_trace_falls_back_only_when_asked_and_says_so(tmp_path: Path, no_config: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text(TRACE)
+    later = T0 + 30 * 86400.0  # a month after the trace ends
+    strict, how = resolve_intensity_source(
+        trace=str(trace), zone="GB", env={}, config_path=no_config
+    )
+    assert "ignored: --zone GB" in how
+    with pytest.raises(ConfigError, match=r"trace\.csv covers"):
+        strict.intensity(later, later + 60)  # type: ignore[union-attr]
+    lenient, how = resolve_intensity_source(
+        trace=str(trace), zone="GB", fallback=True, env={}, config_path=no_config
+    )
+    assert lenient is not None
+    assert "falls back to --zone GB" in how
+    inside = lenient.intensity(T0, T0 + 60.0)
+    assert inside.series.values[0] == 123.0  # the trace where it has data
+    outside = lenient.intensity(later, later + 60)
+    assert outside.series.values[0] == g(zone_source("GB"))
+    assert "fallback" in outside.provenance.source
+    with pytest.raises(ConfigError, match="needs a --zone, --region or --country"):
+        resolve_intensity_source(trace=str(trace), fallback=True, env={}, config_path=no_config)

@@ -51,6 +51,7 @@ def resolve_intensity_source(
     config_path: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     provider: str | None = None,
+    fallback: bool = False,
 ) -> tuple[IntensitySource | None, str]:
     """The intensity source the user's location settings name, and how it was chosen.
 
@@ -66,6 +67,9 @@ def resolve_intensity_source(
             means, the default), ``electricitymaps``, ``watttime`` (the zone is
             a WattTime region) or ``ukci`` (the zone is ``GB`` or a postcode).
             Also ``GREENML_INTENSITY_PROVIDER`` or ``provider`` in the config.
+        fallback: When a ``trace`` does not cover a span, use the next
+            setting of the same layer (zone, region or country) instead of
+            failing; the result's provenance says so. Off unless asked for.
 
     Returns:
         ``(source, description)``, e.g. ``(…, "--zone DE-LU")``, or
@@ -82,16 +86,19 @@ def resolve_intensity_source(
     from_file = _read_config(path, required=config_path is not None)
     provider = _provider(provider or env.get(PROVIDER_ENV) or from_file.pop("provider", None))
     if explicit:
-        return _choose(explicit, lambda k: f"--{k} {explicit[k]}", Path.cwd(), provider)
+        return _choose(explicit, lambda k: f"--{k} {explicit[k]}", Path.cwd(), provider, fallback)
     from_env = {k: env[var] for k, var in ENV_VARS.items() if env.get(var, "").strip()}
     if from_env:
-        return _choose(from_env, lambda k: f"{ENV_VARS[k]}={from_env[k]}", Path.cwd(), provider)
+        return _choose(
+            from_env, lambda k: f"{ENV_VARS[k]}={from_env[k]}", Path.cwd(), provider, fallback
+        )
     if from_file:
         return _choose(
             from_file,
             lambda k: f"config file {path}: {k} = {from_file[k]!r}",
             path.parent,
             provider,
+            fallback,
         )
     hint = (
         "carbon unknown: no location set. Give one of "
@@ -109,12 +116,25 @@ def _provider(name: str | None) -> str:
 
 
 def _choose(
-    settings: Mapping[str, Any], label: Callable[[str], str], base: Path, provider: str
+    settings: Mapping[str, Any],
+    label: Callable[[str], str],
+    base: Path,
+    provider: str,
+    fallback: bool = False,
 ) -> tuple[IntensitySource, str]:
     """Build the source of the most specific setting; say which others were ignored."""
     key = next(k for k in KEYS if k in settings)
     description = label(key)
+    backup = _fallback_key(settings, key) if fallback else None
+    source: IntensitySource
     try:
+        if backup is not None:
+            from greenml.accounting.traces import load_trace
+
+            spare = _build(backup, settings[backup], base, provider)
+            source = load_trace(base / Path(str(settings[key])).expanduser(), fallback=spare)
+            description += f" (falls back to {label(backup)} where the trace has no data)"
+            return source, description
         source = _build(key, settings[key], base, provider)
     except ConfigError as e:
         raise ConfigError(f"{description}: {e}") from e
@@ -125,6 +145,16 @@ def _choose(
     if key == "zone" and provider != "static":
         description += f" via {provider}"
     return source, description
+
+
+def _fallback_key(settings: Mapping[str, Any], key: str) -> str | None:
+    """The setting a trace falls back to: the next most specific location."""
+    if key != "trace":
+        raise ConfigError("a fallback applies to an intensity trace: give --trace with it")
+    spare = next((k for k in ("zone", "region", "country") if k in settings), None)
+    if spare is None:
+        raise ConfigError("a trace fallback needs a --zone, --region or --country to fall back to")
+    return spare
 
 
 def _live(provider: str, zone: str) -> IntensitySource:

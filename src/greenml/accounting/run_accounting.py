@@ -55,6 +55,7 @@ class AccountingOptions:
     ci: float | None = None
     intensity_trace: str | None = None
     intensity_provider: str | None = None
+    intensity_fallback: bool = False
     pue: str | None = None
     price: float | None = None
     price_trace: str | None = None
@@ -262,6 +263,7 @@ def _intensity_source(
         trace=options.intensity_trace,
         env=dict(env),
         provider=options.intensity_provider,
+        fallback=options.intensity_fallback,
     )
 
 

@@ -30,6 +30,11 @@ _ACCOUNTING_OPTIONS = (
         help="Hourly carbon intensity file.",
     ),
     click.option(
+        "--intensity-fallback",
+        is_flag=True,
+        help="Where the trace has no data, use --zone/--region/--country (labelled).",
+    ),
+    click.option(
         "--intensity-provider",
         metavar="NAME",
         help="Who answers for --zone: static (yearly), electricitymaps, watttime, ukci.",
