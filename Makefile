@@ -39,7 +39,10 @@ $(BENCH_STAMP): $(TEST_STAMP)
 	$(BIN)/pip install -q 'codecarbon==3.3.2'
 	touch $@
 
+# Byte-compile first: an installed greenml has its .pyc files (pip compiles them),
+# an editable checkout under PYTHONDONTWRITEBYTECODE=1 would recompile every call.
 bench: $(BENCH_STAMP)
+	$(BIN)/python -m compileall -q src
 	$(BIN)/python benchmarks/core_speed.py
 	$(BIN)/python benchmarks/intensity_load.py
 	$(BIN)/python benchmarks/accounting_speed.py

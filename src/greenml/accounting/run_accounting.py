@@ -198,8 +198,10 @@ def prepare_accounting(
     """
     options = options or AccountingOptions()
     env = os.environ if env is None else env
-    if not options.any_given():  # GREENML_* or the config file may still name a location
-        return Accounting(deferred=_Deferred(env))
+    if not options.any_given():
+        if not _settings_elsewhere(env):
+            return Accounting()  # the common case stays cheap: no thread, no imports
+        return Accounting(deferred=_Deferred(env))  # GREENML_* or the config file name one
     source, said = _intensity_source(options, env)
     if options.price is not None and options.price_trace is not None:
         raise ConfigError("give --price or --price-trace, not both")
@@ -300,6 +302,14 @@ class _Deferred:
         if self._result is None:
             raise GreenmlError("the location settings could not be read in 30 s")
         return self._result
+
+
+def _settings_elsewhere(env: Mapping[str, str]) -> bool:
+    """Whether the environment or a config file may name a location or a PUE."""
+    from greenml.accounting.location import ENV_VARS, PROVIDER_ENV, default_config_path
+
+    names = (*ENV_VARS.values(), PROVIDER_ENV, "GREENML_PUE")
+    return any(env.get(name, "").strip() for name in names) or default_config_path().exists()
 
 
 def _unknown_cost() -> dict[str, Any]:

@@ -1,26 +1,46 @@
-"""The command group; each command group lives in its own module."""
+"""The command group; each command lives in its own module, imported when it is used.
+
+Lazy subcommands follow click's documented pattern: ``greenml run`` does not
+pay for importing ``estimate`` or ``runs``.
+"""
 
 from __future__ import annotations
+
+import importlib
+from typing import Any
 
 import click
 
 from greenml import __version__
 
+# command name → "module:attribute"
+COMMANDS = {
+    "run": "greenml.cli.run:run",
+    "runs": "greenml.cli.runs:runs",
+    "estimate": "greenml.cli.estimate:estimate",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, no_args_is_help=True)
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attribute = target.partition(":")
+        command: Any = getattr(importlib.import_module(module), attribute)
+        return command  # type: ignore[no-any-return]
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    no_args_is_help=True,
+)
 @click.version_option(__version__, prog_name="greenml")
 def cli() -> None:
     """Measure the energy, carbon and cost of ML training and inference."""
-
-
-def _register() -> None:
-    from greenml.cli.estimate import estimate
-    from greenml.cli.run import run
-    from greenml.cli.runs import runs
-
-    cli.add_command(run)
-    cli.add_command(runs)
-    cli.add_command(estimate)
-
-
-_register()
