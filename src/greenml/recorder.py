@@ -147,6 +147,9 @@ class Recorder:
                 self._store.update_extra(self.run_id, extra)
             self._store.finish_run(self.run_id, **final)
             record: dict[str, Any] = self._store.get_record(self.run_id)
+            from greenml.ledger.hook import append_run
+
+            append_run(self._store.url, record)  # never raises: a ledger failure only warns
             return record
         finally:
             self._store.close()

@@ -18,6 +18,7 @@ COMMANDS = {
     "run": "greenml.cli.run:run",
     "runs": "greenml.cli.runs:runs",
     "estimate": "greenml.cli.estimate:estimate",
+    "ledger": "greenml.cli.ledger:ledger",
 }
 
 

@@ -149,6 +149,9 @@ def ingest(store: Store, payload: dict[str, Any]) -> str:
     )
     store.add_windows(run["run_id"], [measurement])
     store.finish_run(run["run_id"], **payload["finish"])
+    from greenml.ledger.hook import append_stored_run
+
+    append_stored_run(store, run["run_id"])  # never raises: a ledger failure only warns
     return str(run["run_id"])
 
 

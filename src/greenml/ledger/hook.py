@@ -1,0 +1,73 @@
+"""Ledger each finished run from whichever process stored it; never raise.
+
+The recorder (run stored in-process) and the spool ingester (run stored by a
+detached writer or a reader) call these right after ``finish_run``. A ledger
+that cannot be written costs the run nothing: a warning, once per process, says why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from greenml.ledger.entry import Entry
+    from greenml.store.repository import Store
+
+log = logging.getLogger("greenml")
+_warned: set[str] = set()
+
+
+def append_run(store_url: str | None, record: Mapping[str, Any]) -> Entry | None:
+    """Append a finished run's record to its store's ledger, signed when
+    ``GREENML_LEDGER_KEY`` is set; ``None`` when nothing was appended.
+
+    A key that cannot be loaded leaves the entry unsigned (with a warning)
+    rather than a hole in the chain.
+    """
+    try:
+        from greenml.ledger.canonical import record_sha256
+        from greenml.ledger.file import append_hash
+        from greenml.ledger.paths import ledger_path
+
+        path = ledger_path(store_url)
+        if path is None:
+            return None  # an in-memory store: nothing outlives the process to audit
+        digest = record_sha256(record)
+        return append_hash(path, str(record["id"]), digest, _signing_key())
+    except Exception as exc:  # the run is stored: the ledger must not cost the user anything
+        _warn("append", f"run {record.get('id')} not added to the ledger: {exc}")
+        return None
+
+
+def append_stored_run(store: Store, run_id: str) -> Entry | None:
+    """Read a just-finished run back from the store and ledger it (see :func:`append_run`)."""
+    try:
+        record = store.get_record(run_id)
+    except Exception as exc:
+        _warn("append", f"run {run_id} not added to the ledger: its record cannot be read: {exc}")
+        return None
+    return append_run(store.url, record)
+
+
+def _signing_key() -> Any:
+    from greenml.ledger.paths import KEY_ENV, key_path_from_env
+
+    path = key_path_from_env()
+    if path is None:
+        return None
+    try:
+        from greenml.ledger.keys import load_private_key
+
+        return load_private_key(path)
+    except Exception as exc:
+        _warn("key", f"ledger entries are not signed: {KEY_ENV}: {exc}")
+        return None
+
+
+def _warn(what: str, message: str) -> None:
+    """Warn once per process for each kind of failure (``append``, ``key``)."""
+    if what not in _warned:
+        _warned.add(what)
+        log.warning("greenml: %s", message)
