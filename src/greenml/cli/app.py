@@ -19,6 +19,7 @@ COMMANDS = {
     "runs": "greenml.cli.runs:runs",
     "estimate": "greenml.cli.estimate:estimate",
     "ledger": "greenml.cli.ledger:ledger",
+    "check": "greenml.cli.check:check",
 }
 
 

@@ -1,0 +1,119 @@
+"""``greenml check``: the CI energy gate — exit 1 when energy per unit of work rose too much.
+
+Exit codes: 0 pass (also when an increase above the allowance is within the
+measurement noise), 1 fail, 2 bad input (unknown run, unreadable JSON, units of
+work that differ). The rule is in :mod:`greenml.check`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from greenml.cli.options import db_option
+
+_EPILOG = """\b
+Each --baseline/--candidate is a stored run id (a unique prefix is enough) or a
+run-record JSON file (greenml run --json FILE, greenml runs export ID -o FILE).
+Repeat them to compare means over several runs.
+\b
+Examples:
+  greenml check --baseline 5b1463e4 --candidate run.json --max-increase 5%
+  greenml check -b main-1.json -b main-2.json -c pr-1.json -c pr-2.json
+"""
+
+
+@click.command(epilog=_EPILOG)
+@click.option(
+    "-b", "--baseline", "baselines", multiple=True, required=True, metavar="ID|FILE",
+    help="A baseline run (repeatable).",
+)  # fmt: skip
+@click.option(
+    "-c", "--candidate", "candidates", multiple=True, required=True, metavar="ID|FILE",
+    help="A candidate run (repeatable).",
+)  # fmt: skip
+@click.option(
+    "--max-increase",
+    default="5%",
+    show_default=True,
+    metavar="PERCENT",
+    help="Allowed increase of energy per unit of work: 5% or 5 (a bare number is percent).",
+)
+@click.option("--unit", metavar="UNIT", help="Unit of work when runs tag several (e.g. samples).")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+@db_option
+@click.pass_context
+def check(
+    ctx: click.Context,
+    baselines: tuple[str, ...],
+    candidates: tuple[str, ...],
+    max_increase: str,
+    unit: str | None,
+    as_json: bool,
+    db_url: str | None,
+) -> None:
+    """Fail (exit 1) when energy per unit of work rose by more than allowed, beyond noise."""
+    from greenml.check import check as run_check
+    from greenml.check import parse_threshold
+
+    allowed = parse_threshold(max_increase)
+    base, cand = _load([baselines, candidates], db_url)
+    verdict = run_check(base, cand, allowed, unit=unit)
+    if as_json:
+        click.echo(json.dumps(verdict.to_dict(), ensure_ascii=False))
+    else:
+        click.echo(verdict.line())
+    if not verdict.passed:
+        ctx.exit(1)
+
+
+def _load(sides: list[tuple[str, ...]], db_url: str | None) -> list[list[dict[str, Any]]]:
+    """Run records for each side, from files or the store (opened once, only if needed)."""
+    from greenml.errors import ConfigError
+
+    store: Any = None
+    out: list[list[dict[str, Any]]] = []
+    try:
+        for refs in sides:
+            records: list[dict[str, Any]] = []
+            for ref in refs:
+                if _is_file(ref):
+                    records.extend(_read_file(Path(ref)))
+                    continue
+                if store is None:
+                    from greenml.cli.runs import _open
+
+                    store = _open(db_url)
+                records.append(store.get_record(ref))
+            out.append(records)
+    finally:
+        if store is not None:
+            store.close()
+    shared = {r.get("id") for r in out[0]} & {r.get("id") for r in out[1]}
+    if shared:
+        raise ConfigError(f"run(s) {', '.join(sorted(map(str, shared)))} on both sides")
+    return out
+
+
+def _is_file(ref: str) -> bool:
+    path = Path(ref)
+    return path.suffix.lower() == ".json" or path.is_file() or "/" in ref or "\\" in ref
+
+
+def _read_file(path: Path) -> list[dict[str, Any]]:
+    """The run record(s) of a JSON file: one record, or a list of records."""
+    from greenml.errors import ConfigError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise ConfigError(f"{path} is not valid JSON: {exc}") from exc
+    items = data if isinstance(data, list) else [data]
+    if not items or not all(isinstance(i, dict) and "id" in i and "energy" in i for i in items):
+        raise ConfigError(f"{path} is not a greenml run record (greenml run --json, runs export)")
+    return items
