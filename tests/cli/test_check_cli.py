@@ -70,7 +70,7 @@ def test_ids_and_files_mixed_fail(
     args = ["--db", db, "-b", "b1b1", "-b", main_run, "-c", pr_1, "-c", pr_2]
     code, out, err = check(capsys, *args, "--max-increase", "5%")
     assert code == 1, err
-    assert out.startswith("greenml check: FAIL energy per 1000 samples +19.0 % ± 1.7 %")
+    assert out.startswith("greenml check: FAIL energy per 1000 samples +19.0 % ± 1.0 %")
     assert "(baseline 100 J, 2 runs; candidate 119 J, 2 runs)" in out
     assert out.endswith("> +5 % allowed beyond its uncertainty")
     assert err == ""
