@@ -10,6 +10,7 @@ import pytest
 from greenml.accounting.carbon import (
     Carbon,
     carbon_of,
+    intensity_steps,
     intensity_uncertainty,
     naive_carbon_kg,
 )
@@ -185,3 +186,28 @@ def test_device_timelines_are_summed_on_the_union_of_their_times() -> None:
     assert list(power) == [15.0, 15.0, 16.0, 17.0]  # held constant outside a device's readings
     empty_t, empty_p = total_power([])
     assert len(empty_t) == 0 and len(empty_p) == 0
+
+
+def test_a_time_varying_intensity_is_kept_for_plotting() -> None:
+    grid = hourly([50.0, 500.0, 80.0])
+    carbon = carbon_of([], [], KWH, grid, ONE, start_s=T0 + 600, end_s=T0 + 2 * HOUR + 60)
+    assert carbon.intensity_series == (
+        (T0 + 600, 50.0), (T0 + HOUR, 500.0), (T0 + 2 * HOUR, 80.0), (T0 + 2 * HOUR + 60, 80.0)
+    )  # fmt: skip
+    assert carbon.to_dict()["intensity_series"][1] == [T0 + HOUR, 500.0]
+
+
+def test_a_constant_intensity_has_no_series() -> None:
+    carbon = carbon_of([T0, T0 + 60], [100.0, 100.0], 6000.0, constant(400.0), ONE)
+    assert carbon.intensity_series is None
+    assert "intensity_series" not in carbon.to_dict()
+
+
+def test_a_long_series_is_thinned_to_the_cap_with_both_ends_kept() -> None:
+    grid = hourly([float(i % 24) for i in range(1000)])
+    end = T0 + 999.5 * HOUR
+    steps = intensity_steps(grid, T0, end, max_points=50)
+    assert len(steps) <= 50
+    assert steps[0] == (T0, 0.0)
+    assert steps[-1] == (end, float(999 % 24))
+    assert [t for t, _ in steps] == sorted(t for t, _ in steps)

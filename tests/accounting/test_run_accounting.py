@@ -99,6 +99,28 @@ def test_a_source_that_fails_gives_unavailable_with_the_reason() -> None:
         assert reason in blocks["carbon"]["reason"]
 
 
+class HourlyTrace:
+    """An hourly intensity source: 100 g/kWh in even hours, 300 in odd ones."""
+
+    def intensity(self, start_s: float, end_s: float) -> GridIntensity:
+        from greenml.accounting.intensity import IntensityProvenance
+        from greenml.accounting.series import StepSeries
+
+        times = [T0 - 3600 + i * 3600 for i in range(6)]
+        values = [100.0 if i % 2 else 300.0 for i in range(6)]
+        prov = IntensityProvenance("test trace", "XX", "hourly", "average", "lifecycle")
+        return GridIntensity(StepSeries.from_points(times, values, "g/kWh", 3600.0), prov)
+
+
+def test_a_time_varying_intensity_is_recorded_for_the_run_span() -> None:
+    carbon = Accounting(HourlyTrace()).account(measurement(duration_s=5400), {})["carbon"]
+    assert carbon["intensity_series"] == [
+        [T0, 100.0], [T0 + 3600, 300.0], [T0 + 5400, 300.0]
+    ]  # fmt: skip
+    constant = Accounting(ConstantSource.user(100.0)).account(measurement(), {})["carbon"]
+    assert "intensity_series" not in constant
+
+
 def test_no_pue_counts_no_overhead_and_says_so() -> None:
     blocks = Accounting(ConstantSource.user(100.0)).account(measurement(), {})
     assert blocks["carbon"]["pue"] == 1.0

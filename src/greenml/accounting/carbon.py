@@ -49,6 +49,9 @@ AVERAGE_UNCERTAINTY_REL: tuple[tuple[float, float], ...] = (
 
 _TIME_RESOLVED = frozenset({"hourly", "sub-hourly", "live"})
 
+INTENSITY_SERIES_MAX_POINTS = 10_000
+"""Most points of ``Carbon.intensity_series`` (a year of hourly data fits)."""
+
 
 @dataclass(frozen=True)
 class Carbon:
@@ -68,6 +71,10 @@ class Carbon:
         kind: ``average`` or ``marginal`` intensity.
         scope: ``direct`` or ``lifecycle`` emissions.
         resolution: Time resolution of the intensity data.
+        intensity_series: ``(unix_s, g_per_kwh)`` steps in force during the run,
+            for time-varying sources only (traces, APIs): each value holds until
+            the next time; the last point repeats the last value at the run's end.
+            At most ``INTENSITY_SERIES_MAX_POINTS`` (evenly thinned beyond).
     """
 
     kg: float
@@ -83,10 +90,11 @@ class Carbon:
     kind: str
     scope: str
     resolution: str
+    intensity_series: tuple[tuple[float, float], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``carbon`` block of a run record (kWh and kg at this edge)."""
-        return {
+        block: dict[str, Any] = {
             "status": "ok",
             "kg": self.kg,
             "intensity_g_per_kwh": self.intensity_g_per_kwh,
@@ -102,6 +110,9 @@ class Carbon:
             "uncertainty_rel": self.uncertainty_rel,
             "intensity_uncertainty_rel": self.intensity_uncertainty_rel,
         }
+        if self.intensity_series is not None:
+            block["intensity_series"] = [[t, v] for t, v in self.intensity_series]
+        return block
 
 
 def carbon_of(
@@ -136,11 +147,8 @@ def carbon_of(
     facility_j = pue.facility_j(profile.total_j)
     facility_kwh = facility_j / JOULES_PER_KWH
     grams = profile.weighted(intensity.series, scale=pue.value / JOULES_PER_KWH)
-    if facility_kwh > 0:
-        effective = grams / facility_kwh
-    else:
-        t0, t1 = float(profile.times_s[0]), float(profile.times_s[-1])
-        effective = intensity.series.mean(t0, t1)
+    t0, t1 = float(profile.times_s[0]), float(profile.times_s[-1])
+    effective = grams / facility_kwh if facility_kwh > 0 else intensity.series.mean(t0, t1)
     prov = intensity.provenance
     method = _method(intensity)
     if profile.evenly and facility_kwh > 0:
@@ -160,6 +168,7 @@ def carbon_of(
         kind=prov.kind,
         scope=prov.scope,
         resolution=prov.resolution,
+        intensity_series=None if _is_constant(intensity) else intensity_steps(intensity, t0, t1),
     )
 
 
@@ -183,6 +192,33 @@ def intensity_uncertainty(resolution: str, duration_s: float) -> float:
             share = math.log(duration_s / d0) / math.log(d1 / d0)
             return u0 + (u1 - u0) * share
     return table[-1][1]
+
+
+def intensity_steps(
+    intensity: GridIntensity, start_s: float, end_s: float, max_points: int = 0
+) -> tuple[tuple[float, float], ...]:
+    """The intensity steps in force over [start_s, end_s], for plotting.
+
+    The first point is the value at ``start_s``, then each step that begins
+    inside the span, then the last value again at ``end_s`` (so a line covers
+    the whole run). Beyond ``max_points`` (default
+    ``INTENSITY_SERIES_MAX_POINTS``) every k-th step is kept, plus both ends.
+
+    Raises:
+        ConfigError: The series does not cover ``start_s``.
+    """
+    series = intensity.series
+    cap = max(max_points or INTENSITY_SERIES_MAX_POINTS, 3)
+    inside = (series.times_s > start_s) & (series.times_s < end_s)
+    times = [float(t) for t in series.times_s[inside]]
+    values = [float(v) for v in series.values[inside]]
+    points = [(start_s, series.value_at(start_s)), *zip(times, values, strict=True)]
+    if len(points) + 1 > cap:
+        stride = math.ceil((len(points) - 1) / (cap - 2))
+        points = [points[0], *points[1::stride]][: cap - 1]
+    if end_s > start_s:
+        points.append((end_s, values[-1] if values else points[0][1]))
+    return tuple(points)
 
 
 def _is_constant(intensity: GridIntensity) -> bool:

@@ -20,6 +20,7 @@ COMMANDS = {
     "estimate": "greenml.cli.estimate:estimate",
     "ledger": "greenml.cli.ledger:ledger",
     "check": "greenml.cli.check:check",
+    "report": "greenml.cli.report:report",
 }
 
 

@@ -1,0 +1,152 @@
+"""``greenml report``: a report on stored runs, as Markdown, HTML or JSON."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from greenml.cli.options import db_option
+from greenml.errors import ConfigError
+from greenml.report.kinds import KINDS
+
+if TYPE_CHECKING:
+    from greenml.report.model import Report
+
+_EPILOG = """\b
+Examples:
+  greenml report 5b1463e4                       Carbon Impact Statement (Markdown)
+  greenml report --tag search=lr --format html -o search.html
+  greenml report --tag model=llm-7b --kind euaiact --model llm-7b --provider ACME
+  greenml report 5b1463e4 --kind sci --per "1000 inferences" --units 250000
+"""
+
+
+@click.command(epilog=_EPILOG)
+@db_option
+@click.argument("run_ids", nargs=-1, metavar="[RUN_ID]...")
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="All runs with this tag (e.g. every trial of a search).",
+)
+@click.option(
+    "--kind",
+    type=click.Choice(list(KINDS)),
+    default="statement",
+    show_default=True,
+    help="What to report.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["md", "html", "json"]), default="md", show_default=True
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File (default: stdout).",
+)
+@click.option("--flops", type=float, help="euaiact: training FLOPs of all runs.")
+@click.option("--model", help="euaiact: the model's name.")
+@click.option("--provider", help="euaiact: the provider's name.")
+@click.option(
+    "--estimated-mwh",
+    type=float,
+    help="euaiact: energy of parts not measured, in MWh (labelled estimated).",
+)
+@click.option("--per", help="sci: the functional unit, e.g. 'token', '1000 inferences'.")
+@click.option("--units", metavar="NUMBER", help="sci: how many of that unit the runs processed.")
+@click.option(
+    "--embodied-kg", type=float, help="sci: embodied kg CO2eq per GPU (or per machine without GPU)."
+)
+@click.option("--lifetime-years", type=float, help="sci: hardware lifespan  [default: 4]")
+@click.option(
+    "-O",
+    "--option",
+    "text_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Another option of the kind (e.g. -O task_class=object_detection); repeat for lists.",
+)
+def report(
+    db_url: str | None,
+    run_ids: tuple[str, ...],
+    tags: tuple[str, ...],
+    kind: str,
+    fmt: str,
+    output: Path | None,
+    flops: float | None,
+    model: str | None,
+    provider: str | None,
+    estimated_mwh: float | None,
+    per: str | None,
+    units: str | None,
+    embodied_kg: float | None,
+    lifetime_years: float | None,
+    text_options: tuple[str, ...],
+) -> None:
+    """A report on stored runs: impact statement, EU AI Act documentation, SCI score."""
+    from greenml.cli.runs import _open
+    from greenml.report.kinds import build_report
+    from greenml.report.runset import load_runs
+    from greenml.runner import parse_tags
+
+    options = {
+        "flops": flops,
+        "model": model,
+        "provider": provider,
+        "estimated_mwh": estimated_mwh,
+        "per": per,
+        "units": _number("--units", units),
+        "embodied_kg": embodied_kg,
+        "lifetime_years": lifetime_years,
+    }
+    extra: dict[str, list[str]] = {}
+    for pair in text_options:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"-O {pair!r} is not of the form key=value")
+        extra.setdefault(key.strip().replace("-", "_"), []).append(value)
+    tag = parse_tags(tags) or None
+    with _open(db_url) as store:
+        runs = load_runs(store, run_ids, tag)
+        document = build_report(kind, runs, extra, **options)
+    text = _render(document, fmt)
+    if output is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    try:
+        output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+def _render(document: Report, fmt: str) -> str:
+    if fmt == "json":
+        from greenml.report.markdown import render_json
+
+        return render_json(document)
+    if fmt == "html":
+        try:
+            from greenml.report.html import render_html
+        except ImportError as exc:
+            raise ConfigError(f"HTML output is not available: {exc}") from None
+        html: str = render_html(document)
+        return html
+    from greenml.report.markdown import render_markdown
+
+    return render_markdown(document)
+
+
+def _number(flag: str, text: str | None) -> float | None:
+    """``250000``, ``2.5e5``, ``250_000`` or ``250,000`` → float; ConfigError otherwise."""
+    if text is None:
+        return None
+    try:
+        return float(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise ConfigError(f"{flag} must be a number, got {text!r}") from None

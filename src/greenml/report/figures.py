@@ -1,0 +1,93 @@
+"""Figures shared by report kinds: energy by component, power over time, energy per run."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from greenml.report import records as rec
+from greenml.report.model import Figure, Series
+
+if TYPE_CHECKING:
+    from greenml.report.runset import RunSet
+
+J_PER_KWH = 3.6e6
+MAX_POINTS = 600
+"""Power timelines are thinned to about this many points per component."""
+
+
+def energy_by_component(runs: RunSet) -> Figure:
+    """IT energy per component (GPU, CPU, DRAM) over all runs, kWh, as a pie."""
+    names = list(runs.components)
+    return Figure(
+        kind="pie",
+        title="IT energy by component",
+        series=[Series("energy", names, [runs.components[c][0] / J_PER_KWH for c in names])],
+        x_label="component",
+        y_label="kWh",
+        error={"energy": [runs.components[c][1] / J_PER_KWH for c in names]},
+    )
+
+
+def energy_per_run(runs: RunSet) -> Figure:
+    """IT energy of each run, stacked by component, kWh, with ± per component."""
+    labels = [rec.label(r) for r in runs.records]
+    series, errors = [], {}
+    for comp in runs.components:
+        values, spread = [], []
+        for record in runs.records:
+            devs = [d for d in rec.devices(record) if d[0] == comp]
+            values.append(sum(d[3] for d in devs) / J_PER_KWH)
+            spread.append(sum(d[3] * d[4] for d in devs) / J_PER_KWH)
+        series.append(Series(comp, list(labels), values))
+        errors[comp] = spread
+    return Figure(
+        kind="stacked-bars",
+        title="IT energy per run, by component",
+        series=series,
+        x_label="run",
+        y_label="kWh",
+        error=errors,
+    )
+
+
+def power_over_time(samples: list[dict[str, Any]]) -> Figure | None:
+    """Power per component over one run: devices of a component summed, W.
+
+    Devices are read in one sweep but not at exactly the same instant, so each
+    device's power is interpolated (linearly) at every sampling time of its
+    component before the sum. ``None`` when there are fewer than two samples.
+    """
+    import numpy as np
+
+    by_component: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for s in samples:
+        if s.get("power_w") is None:
+            continue
+        point = (float(s["time_s"]), float(s["power_w"]))
+        by_component.setdefault(str(s["component"]), {}).setdefault(str(s["device"]), []).append(
+            point
+        )
+    series = []
+    for comp, devices in by_component.items():
+        times = np.unique(np.concatenate([[t for t, _ in pts] for pts in devices.values()]))
+        if len(times) < 2:
+            continue
+        total = np.zeros_like(times)
+        for points in devices.values():
+            points.sort()
+            t = np.array([p[0] for p in points])
+            w = np.array([p[1] for p in points])
+            total += np.interp(times, t, w)
+        if len(times) > MAX_POINTS:
+            keep = np.linspace(0, len(times) - 1, MAX_POINTS).round().astype(int)
+            times, total = times[keep], total[keep]
+        series.append(Series(comp, [float(x) for x in times], [float(y) for y in total]))
+    if not series:
+        return None
+    return Figure(
+        kind="line",
+        title="Power over time, by component",
+        series=series,
+        x_label="time (UTC)",
+        y_label="W",
+    )

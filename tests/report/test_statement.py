@@ -1,0 +1,136 @@
+"""Carbon Impact Statement: the paragraph's numbers, unknown carbon, equivalences, figures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from greenml.measurement import Sample
+from greenml.report import statement
+from greenml.report.markdown import render_json, render_markdown
+from greenml.report.runset import load_runs
+from greenml.store.repository import Store
+from tests.report.builders import H100, KWH, T0, db_url, make_run, store
+
+__all__ = ["db_url", "store"]
+
+
+def test_paragraph_has_every_number(store: Store) -> None:
+    run = make_run(store)  # 2 A100 × 0.9 kWh (counter) + CPU 0.2 kWh (model), PUE 1.1, 400 g/kWh
+    report = statement.build(load_runs(store, [run]))
+    text = report.data["paragraph"]
+    assert report.sections[0].paragraphs == [text]
+    for expected in (
+        "2.0 kWh (±5.4 %) of electricity at the devices",  # ±5.4 %: 2 s.f.
+        "2.2 kWh including data-centre overhead",
+        "PUE 1.10 (given by the user)",
+        "880 g CO2eq (±26 %)",
+        "400 g CO2eq/kWh",
+        "Electricity Maps yearly mean, zone DE, 2023 (average, lifecycle)",
+        "1.0 h of wall-clock time",
+        "2.0 A100 SXM4 80GB device-hours",
+        "A100 SXM4 80GB (up to 2 per run)",
+        "Intel(R) Xeon(R) Platinum 8480+",
+        "greenml 0.1.0",
+        "90 % read from hardware energy counters, 10 % estimated by a model",
+        "smartphone charges",
+    ):
+        assert expected in text, expected
+    assert "at least" not in text
+
+
+def test_unknown_carbon_is_said_not_zeroed(store: Store) -> None:
+    a = make_run(store)
+    b = make_run(store, start=T0 + 3600, carbon="unknown", name="restart")
+    report = statement.build(load_runs(store, [a, b]))
+    text = report.data["paragraph"]
+    assert "at least 880 g CO2eq" in text
+    assert "known for 1 of 2 runs" in text
+    assert "not counted as zero" in text
+    assert b in text
+    assert report.data["co2eq_kg"] == pytest.approx(0.88)
+    assert report.data["carbon_known_runs"] == 1
+    figures = report.sections[1].tables[0]
+    co2_row = next(r for r in figures.rows if r[0] == "CO2eq")
+    assert co2_row[3] == "known for 1 of 2 runs"
+
+
+def test_no_carbon_anywhere(store: Store) -> None:
+    run = make_run(store, carbon="unknown", price=None)
+    report = statement.build(load_runs(store, [run]))
+    assert "carbon emissions are unknown" in report.data["paragraph"]
+    assert report.data["co2eq_kg"] is None
+    kinds = {e["basis"] for e in report.data["equivalences"].values()}
+    assert kinds == {"energy"}  # only the energy-based equivalence: nothing made from zero
+
+
+def test_equivalences_cite_their_sources(store: Store) -> None:
+    run = make_run(store)
+    report = statement.build(load_runs(store, [run]))
+    table = next(s for s in report.sections if s.heading == "Everyday equivalences").tables[0]
+    labels = " ".join(row[1] for row in table.rows)
+    for unit in ("passenger car-years", "smartphone charges", "US household-years"):
+        assert unit in labels
+    assert all("epa.gov" in row[3] or "eia.gov" in row[3] for row in table.rows)
+    phones = report.data["equivalences"]["smartphone_charges"]["value"]
+    assert phones == pytest.approx(880 / 12.4)
+
+
+def test_single_run_power_over_time_sums_devices(store: Store) -> None:
+    samples = []
+    for i in range(5):
+        t = T0 + 10 * i
+        samples += [
+            Sample("gpu0", "gpu", t, 300.0),
+            Sample("gpu1", "gpu", t + 0.01, 200.0),  # read a moment later in the same sweep
+            Sample("cpu0", "cpu", t, 50.0),
+        ]
+    run = make_run(store, samples=samples)
+    report = statement.build(load_runs(store, [run]))
+    figures = next(s for s in report.sections if s.heading == "Energy breakdown").figures
+    pie, line = figures
+    assert pie.kind == "pie" and pie.series[0].x == ["gpu", "cpu"]
+    assert pie.series[0].y == pytest.approx([1.8, 0.2])
+    assert line.kind == "line"
+    gpu = next(s for s in line.series if s.name == "gpu")
+    assert gpu.y[0] == pytest.approx(500.0)  # both GPUs summed
+    assert max(gpu.y) == pytest.approx(500.0)
+    assert next(s for s in line.series if s.name == "cpu").y == pytest.approx([50.0] * 5)
+    md = render_markdown(report)  # a line figure becomes one line; a pie, a small table
+    assert "*Figure: Power over time, by component \\[W\\]* — gpu: 10 points over 40 s" in md
+    assert "| component | energy |\n|---|---|\n| gpu | 1.80 ± 0.090 |" in md
+
+
+def test_several_runs_get_bars_per_run(store: Store) -> None:
+    a = make_run(store, name="lr=1e-3")
+    b = make_run(
+        store,
+        devices=[("gpu", "gpu0", H100, 1.0 * KWH, "power-integrated", 0.1)],
+        start=T0 + 3600,
+        name="lr=1e-4",
+    )
+    report = statement.build(load_runs(store, [a, b]))
+    bars = next(s for s in report.sections if s.heading == "Energy breakdown").figures[1]
+    assert bars.kind == "stacked-bars"
+    gpu = next(s for s in bars.series if s.name == "gpu")
+    assert gpu.x == [f"lr=1e-3 ({a[:8]})", f"lr=1e-4 ({b[:8]})"]
+    assert gpu.y == pytest.approx([1.8, 1.0])
+    assert bars.error["gpu"] == pytest.approx([0.09, 0.1])
+
+
+def test_renders_as_markdown_and_json(store: Store) -> None:
+    run = make_run(store, name="bert | *base* <b>")
+    report = statement.build(load_runs(store, [run]))
+    md = render_markdown(report)
+    assert md.startswith("# Carbon Impact Statement\n")
+    assert "## Statement" in md and "| quantity | value | uncertainty | note |" in md
+    assert "bert \\| \\*base\\* \\<b\\>" in md  # Markdown and | escaped: shown as typed
+    data = json.loads(render_json(report))
+    assert data["kind"] == "statement"
+    assert data["runs"] == [run]
+    for key in ("it_energy_kwh", "facility_energy_kwh", "co2eq_kg", "co2eq_uncertainty_kg",
+                "device_hours", "method_shares", "intensity_sources", "pues", "tool",
+                "equivalences", "paragraph"):  # fmt: skip
+        assert key in data["data"], key
+    assert data["data"]["it_energy_kwh"] == pytest.approx(2.0)
