@@ -134,3 +134,16 @@ def test_renders_as_markdown_and_json(store: Store) -> None:
                 "equivalences", "paragraph"):  # fmt: skip
         assert key in data["data"], key
     assert data["data"]["it_energy_kwh"] == pytest.approx(2.0)
+
+
+def test_a_run_with_hourly_intensity_gets_its_intensity_plotted() -> None:
+    from greenml.report.figures import intensity_over_run
+
+    record = {
+        "carbon": {"source": "trace.csv", "intensity_series": [[0.0, 300.0], [3600.0, 340.0]]}
+    }
+    figure = intensity_over_run(record)
+    assert figure is not None and figure.kind == "line"
+    assert figure.series[0].y == [300.0, 340.0]
+    assert figure.y_label == "g CO2eq/kWh"
+    assert intensity_over_run({"carbon": {"kg": 1.0}}) is None  # a constant: nothing to plot

@@ -91,3 +91,28 @@ def power_over_time(samples: list[dict[str, Any]]) -> Figure | None:
         x_label="time (UTC)",
         y_label="W",
     )
+
+
+def intensity_over_run(record: dict[str, Any]) -> Figure | None:
+    """Grid carbon intensity during one run (g/kWh), from its carbon block's series.
+
+    ``None`` for a run whose intensity did not vary (a yearly or a given figure)
+    or that has no carbon block.
+    """
+    carbon = record.get("carbon") or {}
+    points = carbon.get("intensity_series") or []
+    if len(points) < 2:
+        return None
+    return Figure(
+        kind="line",
+        title="Carbon intensity over the run",
+        series=[
+            Series(
+                str(carbon.get("source", "grid")),
+                [float(t) for t, _ in points],
+                [float(g) for _, g in points],
+            )
+        ],
+        x_label="time (UTC)",
+        y_label="g CO2eq/kWh",
+    )

@@ -166,12 +166,13 @@ def method_paragraphs(runs: RunSet) -> list[str]:
 
 
 def breakdown_figures(runs: RunSet) -> list[Any]:
-    """Energy by component; power over time for one run, energy per run for several."""
+    """Energy by component; power and grid intensity over time for one run, energy per run
+    for several."""
     out: list[Any] = [figures.energy_by_component(runs)]
     if len(runs.records) == 1:
         timeline = figures.power_over_time(runs.samples(runs.ids[0]))
-        if timeline is not None:
-            out.append(timeline)
+        intensity = figures.intensity_over_run(runs.records[0])
+        out.extend(f for f in (timeline, intensity) if f is not None)
     else:
         out.append(figures.energy_per_run(runs))
     return out
