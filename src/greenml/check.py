@@ -29,11 +29,18 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from greenml.errors import ConfigError
-from greenml.report.compare import Change, Estimate, change, group_estimate, run_figures
+from greenml.report.compare import (
+    Change,
+    Estimate,
+    change,
+    group_estimate,
+    run_figures,
+    same_setup,
+)
 from greenml.report.quantities import energy
 from greenml.report.work import common_unit, display_per, per_label
 
@@ -106,21 +113,6 @@ class Verdict:
         }
 
 
-def same_setup(records: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether every run was measured by the same devices with the same methods."""
-    setups = {_setup(record) for record in records}
-    return len(setups) == 1
-
-
-def _setup(record: Mapping[str, Any]) -> frozenset[tuple[str, str, str, str]]:
-    components = (record.get("energy") or {}).get("components") or {}
-    return frozenset(
-        (component, key, str(device.get("name", "")), str(device.get("method", "")))
-        for component, block in components.items()
-        for key, device in (block.get("devices") or {}).items()
-    )
-
-
 def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
 
@@ -175,10 +167,7 @@ def check(
             raise ConfigError(found)
         sides.append(found)
     base, cand = sides
-    moved = change(base, cand)
-    if base.n >= 2 and cand.n >= 2 and same_setup([*baseline, *candidate]):
-        spread = moved.ratio * math.hypot(base.spread_rel, cand.spread_rel)
-        moved = replace(moved, uncertainty_rel=spread)
+    moved = change(base, cand, same_setup([*baseline, *candidate]))
     if moved.change_rel <= max_increase_rel:
         outcome: Outcome = "pass"
     elif moved.change_rel - moved.uncertainty_rel > max_increase_rel:

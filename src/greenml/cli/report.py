@@ -65,6 +65,19 @@ Examples:
 )
 @click.option("--lifetime-years", type=float, help="sci: hardware lifespan  [default: 4]")
 @click.option(
+    "--baseline",
+    "baseline",
+    multiple=True,
+    metavar="RUN_ID",
+    help="savings: a baseline run among the runs given (repeatable); the others are optimized.",
+)
+@click.option("--runs-per-year", type=float, help="savings: how often the job runs a year.")
+@click.option("--effort-hours", type=float, help="savings: engineering hours the change took.")
+@click.option("--hourly-rate", "hourly_rate_usd", type=float, help="savings: USD per hour.")
+@click.option("--unit", help="savings: the unit of work to compare (when runs tag several).")
+@click.option("--task-class", help="label: the task class, e.g. text_classification.")
+@click.option("--queries", type=float, help="label: queries the runs served.")
+@click.option(
     "-O",
     "--option",
     "text_options",
@@ -87,9 +100,17 @@ def report(
     units: str | None,
     embodied_kg: float | None,
     lifetime_years: float | None,
+    baseline: tuple[str, ...],
+    runs_per_year: float | None,
+    effort_hours: float | None,
+    hourly_rate_usd: float | None,
+    unit: str | None,
+    task_class: str | None,
+    queries: float | None,
     text_options: tuple[str, ...],
 ) -> None:
-    """A report on stored runs: impact statement, EU AI Act documentation, SCI score."""
+    """A report on stored runs: impact statement, EU AI Act documentation, SCI score,
+    inference energy label, savings of an optimization."""
     from greenml.cli.runs import _open
     from greenml.report.kinds import build_report
     from greenml.report.runset import load_runs
@@ -104,6 +125,13 @@ def report(
         "units": _number("--units", units),
         "embodied_kg": embodied_kg,
         "lifetime_years": lifetime_years,
+        "baseline": list(baseline) or None,
+        "runs_per_year": runs_per_year,
+        "effort_hours": effort_hours,
+        "hourly_rate_usd": hourly_rate_usd,
+        "unit": unit,
+        "task_class": task_class,
+        "queries": queries,
     }
     extra: dict[str, list[str]] = {}
     for pair in text_options:

@@ -211,8 +211,14 @@ def group_estimate(runs: Sequence[RunFigures], metric: Metric) -> Estimate | str
     return estimate(values, [r.amounts[metric].uncertainty_rel for r in runs])
 
 
-def change(base: Estimate, new: Estimate) -> Change:
+def change(base: Estimate, new: Estimate, same_setup: bool = False) -> Change:
     """How ``new`` differs from ``base`` (see the module notes for the uncertainty).
+
+    With ``same_setup`` (every run measured by the same devices and methods, see
+    :func:`same_setup`) and two runs or more a side, the measurement's
+    systematic error — a model's TDP 30 % off — is common to both sides and
+    cancels in the ratio: only the run-to-run spread remains. With one run a
+    side that spread is unknown and the stated uncertainties are combined.
 
     Raises:
         ConfigError: The base value is zero (nothing to compare against).
@@ -220,5 +226,22 @@ def change(base: Estimate, new: Estimate) -> Change:
     if base.value <= 0:
         raise ConfigError("the baseline's value is zero: there is nothing to compare against")
     ratio = new.value / base.value
-    combined = math.hypot(base.uncertainty_rel, new.uncertainty_rel)
+    if same_setup and base.n >= 2 and new.n >= 2:
+        combined = math.hypot(base.spread_rel, new.spread_rel)
+    else:
+        combined = math.hypot(base.uncertainty_rel, new.uncertainty_rel)
     return Change(ratio, ratio - 1.0, abs(ratio) * combined)
+
+
+def same_setup(records: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether every run was measured by the same devices with the same methods."""
+    return len({_setup(record) for record in records}) == 1
+
+
+def _setup(record: Mapping[str, Any]) -> frozenset[tuple[str, str, str, str]]:
+    components = (record.get("energy") or {}).get("components") or {}
+    return frozenset(
+        (component, key, str(device.get("name", "")), str(device.get("method", "")))
+        for component, block in components.items()
+        for key, device in (block.get("devices") or {}).items()
+    )
