@@ -21,6 +21,8 @@ COMMANDS = {
     "ledger": "greenml.cli.ledger:ledger",
     "check": "greenml.cli.check:check",
     "report": "greenml.cli.report:report",
+    "exporter": "greenml.cli.exporter:exporter",
+    "monitor": "greenml.cli.monitor:monitor",
 }
 
 
