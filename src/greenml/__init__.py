@@ -21,13 +21,23 @@ _LAZY = {
     "track": "greenml.meter",
     "Measurement": "greenml.measurement",
     "GreenmlError": "greenml.errors",
+    "progress": "greenml.events",
 }
 
-__all__ = ["GreenmlError", "Measurement", "Meter", "__version__", "estimate", "track"]
+__all__ = [
+    "GreenmlError",
+    "Measurement",
+    "Meter",
+    "__version__",
+    "estimate",
+    "progress",
+    "track",
+]
 
 if TYPE_CHECKING:
     from greenml.errors import GreenmlError
     from greenml.estimator import estimate
+    from greenml.events import progress
     from greenml.measurement import Measurement
     from greenml.meter import Meter, track
 

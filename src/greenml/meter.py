@@ -135,6 +135,9 @@ class Meter:
             torch with CUDA is in use.
         record_samples: Keep every reading for :meth:`drain_samples` (the run
             store uses this); off by default to bound memory.
+        publish_windows: Send each finished window as a ``window`` event to
+            ``greenml run`` (see :mod:`greenml.events`), which stores it with
+            the run under ``NAME/rankR``; a no-op outside ``greenml run``.
     """
 
     def __init__(
@@ -148,6 +151,7 @@ class Meter:
         pid: int | None = None,
         sync_cuda: bool = True,
         record_samples: bool = False,
+        publish_windows: bool = False,
         clock: Clock = time.monotonic,
         wall_clock: Clock = time.time,
     ) -> None:
@@ -175,6 +179,7 @@ class Meter:
         self._energy_lock = threading.Lock()
         self._samples_lock = threading.Lock()
         self._record_samples = record_samples
+        self._publish = publish_windows
         self._pending: list[Sample] = []
         self._warned: set[str] = set()
         self._stop = _Alarm()
@@ -208,7 +213,10 @@ class Meter:
             raise WindowError(f"window {name!r} was not begun")
         if sync_execution:
             self._sync()
-        return self._measure(name, begin, self._clock(), self._read_counters())
+        measurement = self._measure(name, begin, self._clock(), self._read_counters())
+        if self._publish:
+            _publish(measurement)
+        return measurement
 
     def peek_window(self, name: str) -> Measurement:
         """What an open window has measured so far, leaving it open."""
@@ -395,6 +403,20 @@ class Meter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _publish(m: Measurement) -> None:
+    """A finished window as a ``window`` event (components: [J, method, uncertainty])."""
+    from greenml.events import ENV_VAR, emit
+
+    if not os.environ.get(ENV_VAR):  # outside ``greenml run``: nothing to build
+        return
+    start = m.started_at.timestamp()
+    components = {
+        name: [c.energy_j, c.method, c.uncertainty_rel] for name, c in m.components.items()
+    }
+    emit("window", name=m.name, start_s=start, end_s=start + m.duration_s,
+         energy_j=m.total_j, components=components)  # fmt: skip
 
 
 def discover_sensors(

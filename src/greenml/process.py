@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from greenml.errors import ConfigError
@@ -34,11 +34,13 @@ _SI_KERNEL = 0x80  # siginfo code of signals the kernel sends, e.g. from the ter
 class Child:
     """A child process with greenml's stdin, stdout and stderr, untouched."""
 
-    def __init__(self, argv: Sequence[str]) -> None:
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         self.forwarded: list[int] = []
         self._mask_before = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
         try:
-            self.proc = subprocess.Popen(list(argv), preexec_fn=self._restore_mask_in_child)
+            self.proc = subprocess.Popen(
+                list(argv), env=env, preexec_fn=self._restore_mask_in_child
+            )
         except FileNotFoundError:
             self.restore_signals()
             raise ConfigError(f"command not found: {argv[0]}") from None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,7 @@ class Recorder:
         notes: list[str] | None = None,
         wait_for_store: bool = False,
         extra: dict[str, Any] | None = None,
+        windows: Sequence[Measurement] = (),
     ) -> dict[str, Any] | None:
         """Store the final figures; return the run record when it was stored here.
 
@@ -118,7 +120,9 @@ class Recorder:
         fallback, a missing sensor); they are kept in the energy block. Unless
         ``wait_for_store``, a store that is not open yet is not waited for: the
         run goes to the spool (``self.spooled``) and ``None`` is returned.
-        ``extra`` blocks (``carbon``, ``cost``) are merged into the record.
+        ``extra`` blocks (``carbon``, ``cost``) are merged into the record;
+        ``windows`` (published by the program, see :mod:`greenml.events`) are
+        stored after the run window.
         """
         energy = {**measurement.to_dict(), "notes": list(notes or [])}
         final = {"status": status, "exit_code": exit_code, "duration_s": measurement.duration_s,
@@ -131,18 +135,19 @@ class Recorder:
             self._thread.join()
             if self.error is None:
                 try:
-                    return self._finish_here(measurement, final, extra or {})
+                    return self._finish_here(measurement, final, extra or {}, windows)
                 except GreenmlError as exc:
                     self.error = exc
-        self._spool(measurement, final, extra or {})
+        self._spool(measurement, final, extra or {}, windows)
         return None
 
     def _finish_here(
-        self, measurement: Measurement, final: dict[str, Any], extra: dict[str, Any]
-    ) -> dict[str, Any]:
+        self, measurement: Measurement, final: dict[str, Any], extra: dict[str, Any],
+        windows: Sequence[Measurement],
+    ) -> dict[str, Any]:  # fmt: skip
         try:
             self._flush()
-            self._store.add_windows(self.run_id, [measurement])
+            self._store.add_windows(self.run_id, [measurement, *windows])
             if extra:
                 self._store.update_extra(self.run_id, extra)
             self._store.finish_run(self.run_id, **final)
@@ -155,8 +160,9 @@ class Recorder:
             self._store.close()
 
     def _spool(
-        self, measurement: Measurement, final: dict[str, Any], extra: dict[str, Any]
-    ) -> None:
+        self, measurement: Measurement, final: dict[str, Any], extra: dict[str, Any],
+        windows: Sequence[Measurement] = (),
+    ) -> None:  # fmt: skip
         from greenml.store.spool import start_ingester, write_spool
         from greenml.store.url import resolve_url
 
@@ -174,6 +180,8 @@ class Recorder:
             "samples": [list(asdict(x).values()) for x in samples],
             "window": {"name": measurement.name, "started_at": measurement.started_at.timestamp(),
                        "duration_s": measurement.duration_s, "energy": measurement.to_dict()},
+            "windows": [{"name": w.name, "started_at": w.started_at.timestamp(),
+                         "duration_s": w.duration_s, "energy": w.to_dict()} for w in windows],
             "finish": final,
             "extra": extra,
         }  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -18,9 +19,11 @@ from greenml.accounting.run_accounting import (
     unavailable,
 )
 from greenml.errors import ConfigError
+from greenml.events import ENV_VAR
 from greenml.measurement import Measurement
 from greenml.meter import Meter
 from greenml.process import Child
+from greenml.projection import ProgressTracker, Projection
 from greenml.recorder import Recorder, RunStart
 
 RUN_WINDOW = "run"
@@ -70,10 +73,16 @@ def parse_tags(pairs: Sequence[str]) -> dict[str, str]:
     return tags
 
 
-def run_measured(options: RunOptions, on_tick: Callable[[Meter], None] | None = None) -> RunResult:
+def run_measured(
+    options: RunOptions,
+    on_tick: Callable[[Meter], None] | None = None,
+    on_progress: Callable[[Projection], None] | None = None,
+) -> RunResult:
     """Run the command as a child, measure it, store it; the child's exit code is returned.
 
-    ``on_tick`` is called about once a second with the Meter (a live status line).
+    ``on_tick`` is called about once a second with the Meter (a live status line),
+    after ``on_progress`` with the latest projection when the command reports
+    progress (``greenml.progress``; events through ``GREENML_EVENTS``).
     """
     if not options.command:
         raise ConfigError("no command given: use greenml run [OPTIONS] -- COMMAND [ARGS]...")
@@ -82,7 +91,10 @@ def run_measured(options: RunOptions, on_tick: Callable[[Meter], None] | None = 
     _preflight_store(options.db_url)
     accounting = prepare_accounting(options.accounting)
     started_at = time.time()
-    child = Child(options.command)
+    events_path = _events_file()
+    g_per_kwh, usd_per_kwh = _static_rates(options.accounting)
+    tracker = ProgressTracker(events_path, started_at, g_per_kwh=g_per_kwh, usd_per_kwh=usd_per_kwh)
+    child = Child(options.command, env={**os.environ, ENV_VAR: events_path})
     try:
         meter = Meter(
             gpus=options.gpus,
@@ -106,17 +118,38 @@ def run_measured(options: RunOptions, on_tick: Callable[[Meter], None] | None = 
             ),
             meter,
         )
-        code = child.wait(tick=lambda: on_tick(meter) if on_tick else None)
+
+        def tick() -> None:
+            try:
+                projection = tracker.poll(meter.peek_window(RUN_WINDOW).total_j, time.time())
+            except Exception as exc:  # a bad event must not cost the user the run
+                log.debug("greenml: events not read: %r", exc)
+                projection = None
+            if projection is not None and on_progress is not None:
+                on_progress(projection)
+            if on_tick is not None:
+                on_tick(meter)
+
+        code = child.wait(tick=tick)
     finally:
         child.restore_signals()
     measurement = meter.end_window(RUN_WINDOW, sync_execution=False)
+    try:  # the events written since the last tick
+        ended = measurement.started_at.timestamp() + measurement.duration_s
+        tracker.poll(measurement.total_j, ended)
+    except Exception as exc:
+        log.warning("greenml: progress events not read: %r", exc)
+    _remove(events_path)
     timelines = {d.key: meter.timeline(d.key) for d in meter.devices} if accounting.active else {}
     meter.close()
     blocks = _account(accounting, measurement, timelines)
+    progress = tracker.summary(**_effective_rates(blocks, measurement.total_kwh))
+    if progress is not None:
+        blocks = {**blocks, "progress": progress}
     status = "completed" if code == 0 else "failed"
     record = recorder.finish(
         measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes,
-        wait_for_store=options.wait_for_store, extra=blocks,
+        wait_for_store=options.wait_for_store, extra=blocks, windows=tracker.windows,
     )  # fmt: skip
     return RunResult(
         exit_code=code,
@@ -129,6 +162,46 @@ def run_measured(options: RunOptions, on_tick: Callable[[Meter], None] | None = 
         forwarded_signals=child.forwarded,
         accounting=blocks,
     )
+
+
+def _events_file() -> str:
+    """A fresh, empty file for the child's events (see :mod:`greenml.events`)."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="greenml-events-", suffix=".jsonl")
+    os.close(fd)
+    return path
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _static_rates(options: AccountingOptions | None) -> tuple[float | None, float | None]:
+    """(g/kWh, USD/kWh) known before the run, for the live projection; None: not known yet."""
+    if options is None:
+        return None, None
+    try:
+        pue = 1.0 if options.pue is None else float(options.pue)
+    except ValueError:
+        return None, None  # a provider's PUE: known once accounting runs
+    g = options.ci * pue if options.ci is not None and not options.intensity_trace else None
+    simple_price = not options.price_trace and not options.instance
+    usd = options.price * pue if options.price is not None and simple_price else None
+    return g, usd
+
+
+def _effective_rates(blocks: dict[str, Any], kwh: float) -> dict[str, float | None]:
+    """The run's own carbon and cost per measured kWh (PUE, trace, instance included)."""
+    kg = (blocks.get("carbon") or {}).get("kg")
+    usd = (blocks.get("cost") or {}).get("usd")
+    if kwh <= 0:
+        return {"g_per_kwh": None, "usd_per_kwh": None}
+    return {
+        "g_per_kwh": None if kg is None else float(kg) * 1000 / kwh,
+        "usd_per_kwh": None if usd is None else float(usd) / kwh,
+    }
 
 
 def _account(

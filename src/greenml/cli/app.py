@@ -23,6 +23,7 @@ COMMANDS = {
     "report": "greenml.cli.report:report",
     "exporter": "greenml.cli.exporter:exporter",
     "monitor": "greenml.cli.monitor:monitor",
+    "diagnose": "greenml.cli.diagnose:diagnose",
 }
 
 

@@ -63,6 +63,7 @@ def accounting_options(f: Any) -> Any:
 
 if TYPE_CHECKING:
     from greenml.meter import Meter
+    from greenml.projection import Projection
     from greenml.runner import RunOptions, RunResult
 
 
@@ -139,7 +140,11 @@ def run(
         accounting=AccountingOptions(**accounting),
     )
     live = None if quiet or not sys.stderr.isatty() else _LiveLine()
-    result = run_measured(options, on_tick=live.update if live else None)
+    result = run_measured(
+        options,
+        on_tick=live.update if live else None,
+        on_progress=live.progress if live else None,
+    )
     if live:
         live.clear()
     if not quiet:
@@ -175,6 +180,10 @@ class _LiveLine:
 
     def __init__(self) -> None:
         self._t0 = time.monotonic()
+        self._projection: Projection | None = None
+
+    def progress(self, projection: Projection) -> None:
+        self._projection = projection
 
     def update(self, meter: Meter) -> None:
         from greenml.runner import RUN_WINDOW
@@ -182,6 +191,8 @@ class _LiveLine:
         m = meter.peek_window(RUN_WINDOW)
         elapsed = time.monotonic() - self._t0
         line = render.status_line(elapsed, meter.current_power_w(), m.total_j, m.uncertainty_rel)
+        if self._projection is not None:
+            line += progress_text(self._projection)
         # Cursor back to column 0: the command's own output overwrites the line
         # instead of being appended to it.
         sys.stderr.write(f"\r\x1b[2K{line}\r")
@@ -190,6 +201,19 @@ class _LiveLine:
     def clear(self) -> None:
         sys.stderr.write("\r\x1b[2K")
         sys.stderr.flush()
+
+
+def progress_text(p: Projection) -> str:
+    """`` · 35 % · ETA 12:04 · projected 1.2 kWh [1.1–1.3]`` for the live line."""
+    eta = time.strftime("%H:%M", time.localtime(p.eta_unix_s))
+    e = p.total_energy_j
+    kwh = e.value / 3.6e6
+    text = f" · {p.fraction * 100:.0f} % · ETA {eta} · projected {kwh:.3g} kWh"
+    if e.low is not None and e.high is not None:
+        text += f" [{e.low / 3.6e6:.3g}–{e.high / 3.6e6:.3g}]"
+    if p.co2_g is not None:
+        text += f" · {p.co2_g.value / 1000:.3g} kg CO2eq"
+    return text
 
 
 def _summarize(result: RunResult) -> None:

@@ -16,7 +16,14 @@ from greenml.measurement import Measurement, Sample
 from greenml.store import new_run_id
 from greenml.store import record as rec
 from greenml.store.engine import WRITE_OPTION, init_schema, make_engine, store_errors
-from greenml.store.rows import dumps, sample_dict, sample_row, window_dict, window_row
+from greenml.store.rows import (
+    METRIC_COLUMNS,
+    dumps,
+    sample_dict,
+    sample_row,
+    window_dict,
+    window_row,
+)
 from greenml.store.schema import FINAL_STATUSES, runs, samples, windows
 from greenml.store.url import mask_url, resolve_url
 
@@ -280,6 +287,61 @@ class Store:
         with self._read("read samples from") as conn:
             rows = self._sample_rows(conn, run_id)
         return [sample_dict(r) for r in rows]
+
+    def sample_columns(self, run_id: str) -> dict[str, Any]:
+        """The run's samples ordered by time as numpy columns, in one query per call.
+
+        Returns ``time_s``, ``power_w`` and the metric columns as ``float64``
+        arrays (``nan`` where null), ``device`` and ``component`` as ``int32``
+        codes into the lists ``devices`` and ``components``. ``extra`` is left
+        out. Fast enough for millions of samples (no per-row dicts).
+        """
+        import numpy as np
+
+        names = ("time_s", "power_w", *METRIC_COLUMNS)
+        with self._read("read samples from") as conn:
+            if conn.dialect.name == "sqlite":
+                # One grouped SELECT; SQLite formats the floats in C, numpy parses them.
+                aggs = ", ".join(
+                    f"group_concat(coalesce({c}, 'nan'))"
+                    for c in ("t", "power_w", *METRIC_COLUMNS)
+                )
+                sql = (
+                    f"SELECT device, component, count(*), {aggs} FROM (SELECT * FROM samples "
+                    "WHERE run_id = ? ORDER BY t, id) GROUP BY device, component"
+                )
+                groups: list[Any] = list(conn.exec_driver_sql(sql, (run_id,)).all())
+                parse: Any = lambda text: np.array(text.split(","), dtype=np.float64)  # noqa: E731
+            else:
+                cols = [samples.c[c] for c in ("t", "power_w", *METRIC_COLUMNS)]
+                query = select(samples.c.device, samples.c.component, *cols).where(
+                    samples.c.run_id == run_id
+                )
+                rows = conn.execute(query.order_by(samples.c.t, samples.c.id)).all()
+                by_dev: dict[tuple[str, str], list[Any]] = {}
+                for row in rows:
+                    by_dev.setdefault((row[0], row[1]), []).append(row[2:])
+                groups = [(d, c, len(v), *zip(*v, strict=True)) for (d, c), v in by_dev.items()]  # type: ignore[misc]
+                parse = lambda values: np.array(values, dtype=np.float64)  # noqa: E731
+        out: dict[str, Any] = {"devices": [], "components": []}
+        parts: dict[str, list[Any]] = {n: [] for n in (*names, "device", "component")}
+        for code, group in enumerate(groups):
+            device, component, count = group[0], group[1], int(group[2])
+            out["devices"].append(device)
+            if component not in out["components"]:
+                out["components"].append(component)
+            parts["device"].append(np.full(count, code, dtype=np.int32))
+            comp_code = out["components"].index(component)
+            parts["component"].append(np.full(count, comp_code, dtype=np.int32))
+            for name, text in zip(names, group[3:], strict=True):
+                parts[name].append(parse(text))
+        for name, chunks in parts.items():
+            dtype = np.int32 if name in ("device", "component") else np.float64
+            out[name] = np.concatenate(chunks) if chunks else np.array([], dtype=dtype)
+        order = np.argsort(out["time_s"], kind="stable")
+        for name in parts:
+            out[name] = out[name][order]
+        return out
 
     def windows(self, run_id: str) -> list[dict[str, Any]]:
         """The run's windows in insertion order, each with its full ``measurement`` dict."""

@@ -147,7 +147,14 @@ def ingest(store: Store, payload: dict[str, Any]) -> str:
     measurement = Measurement.from_dict(
         window["name"], started, window["duration_s"], window["energy"]
     )
-    store.add_windows(run["run_id"], [measurement])
+    others = [
+        Measurement.from_dict(
+            w["name"], datetime.fromtimestamp(w["started_at"], tz=timezone.utc),
+            w["duration_s"], w["energy"],
+        )
+        for w in payload.get("windows", [])  # published by the program (greenml.events)
+    ]  # fmt: skip
+    store.add_windows(run["run_id"], [measurement, *others])
     store.finish_run(run["run_id"], **payload["finish"])
     from greenml.ledger.hook import append_stored_run
 

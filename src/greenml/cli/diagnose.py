@@ -1,0 +1,107 @@
+"""``greenml diagnose RUN_ID``: waste, rightsizing and practice findings for a run."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from greenml.cli import render
+from greenml.cli.options import db_option
+from greenml.errors import ConfigError
+
+
+def parse_share(text: str, what: str) -> float:
+    """``15%``, ``15`` or ``0.15`` → 0.15; ConfigError otherwise."""
+    raw = text.strip()
+    try:
+        value = float(raw.rstrip("%"))
+    except ValueError:
+        raise ConfigError(f"{what} must be a percentage like 15%, not {text!r}") from None
+    if raw.endswith("%") or value > 1:
+        value /= 100.0
+    if not 0 <= value <= 1:
+        raise ConfigError(f"{what} must be between 0% and 100%, not {text!r}")
+    return value
+
+
+@click.command()
+@db_option
+@click.argument("run_id")
+@click.option("--idle-below", default="15%", show_default=True, help="Idle under this activity.")
+@click.option(
+    "--underused-below", default="50%", show_default=True, help="Under-used under this activity."
+)
+@click.option("--runs-per-year", type=float, help="How often the job runs (per-year figures).")
+@click.option(
+    "--candidate",
+    "candidates",
+    multiple=True,
+    metavar="ZONE",
+    help="A grid zone, cloud region or country the job could run in (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="The diagnosis as JSON.")
+def diagnose(
+    db_url: str | None,
+    run_id: str,
+    idle_below: str,
+    underused_below: str,
+    runs_per_year: float | None,
+    candidates: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Find the energy a run wastes, and what fixing it is worth."""
+    from greenml.cli.runs import _open
+    from greenml.diagnose.run import diagnose_run
+
+    idle = parse_share(idle_below, "--idle-below")
+    under = parse_share(underused_below, "--underused-below")
+    with _open(db_url) as store:
+        result = diagnose_run(
+            store,
+            run_id,
+            idle_below=idle,
+            underused_below=under,
+            runs_per_year=runs_per_year,
+            candidates=list(candidates),
+        )
+    if as_json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        return
+    console = render.console()
+    console.print(
+        f"run {result.run_id}: {result.analysed.upper()} energy "
+        f"{render.energy(result.energy_j)} over {render.duration(result.duration_s)}",
+        highlight=False,
+    )
+    if not result.findings:
+        console.print("no findings: nothing wasted above the thresholds", highlight=False)
+    else:
+        console.print(_table(result))
+    for note in result.notes:
+        console.print(f"  note: {note}", highlight=False, markup=False)
+
+
+def _table(result: Any) -> Any:
+    from rich.table import Table
+
+    table = Table(show_edge=False, pad_edge=False, show_lines=True)
+    for header in ("kind", "severity", "evidence", "per run", "per year", "recommendation"):
+        table.add_column(header, overflow="fold")
+    for f in result.findings:
+        per_run = _stake(f.energy_at_stake_j, f.usd_at_stake)
+        if f.co2_g_at_stake is not None:
+            per_run = f"{f.co2_g_at_stake / 1000:.3g} kg CO2eq"
+        per_year = (
+            _stake(f.energy_per_year_j, f.usd_per_year) if f.energy_per_year_j is not None else "-"
+        )
+        table.add_row(
+            f.kind, f.severity, f"{f.title}\n{f.evidence}", per_run, per_year, f.recommendation
+        )
+    return table
+
+
+def _stake(energy_j: float, usd: float | None) -> str:
+    text = f"{energy_j / 3.6e6:.3g} kWh"
+    return text + (f"\n${usd:,.2f}" if usd is not None else "")

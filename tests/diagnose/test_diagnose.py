@@ -1,0 +1,103 @@
+"""diagnose_run and the CLI on hand-built runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import greenml.cli.app
+from greenml.cli import main
+from greenml.diagnose.run import diagnose_run
+from greenml.errors import ConfigError
+from greenml.store.repository import Store
+from tests.diagnose.builders import make_run, phases
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(str(tmp_path / "runs.sqlite"))
+    yield s
+    s.close()
+
+
+def test_idle_energy_by_hand(store: Store) -> None:
+    # 100 s busy at 300 W, 100 s idle at 60 W, 1 Hz: 99 idle intervals of 60 J + the last.
+    samples = phases("gpu0", [(100, 300.0, 0.9), (100, 60.0, 0.05)])
+    run = make_run(store, samples, gpu_names={"gpu0": "NVIDIA H100 80GB HBM3"}, usd_per_kwh=0.2)
+    d = diagnose_run(store, run, runs_per_year=100)
+    (idle,) = d.of_kind("idle")
+    assert idle.energy_at_stake_j == pytest.approx(99 * 60.0)
+    assert idle.usd_at_stake == pytest.approx(99 * 60.0 / 3.6e6 * 0.2)
+    assert idle.energy_per_year_j == pytest.approx(99 * 60.0 * 100)
+    assert not d.of_kind("underused")
+
+
+def test_utilization_only_is_flagged(store: Store) -> None:
+    samples = phases("gpu0", [(50, 200.0, 1.0), (50, 100.0, 0.3)], gauge="utilization")
+    d = diagnose_run(store, make_run(store, samples))
+    (under,) = d.of_kind("underused")
+    assert under.energy_at_stake_j == pytest.approx(49 * 100.0)
+    assert "overstates" in under.evidence
+    assert any("overstates" in n for n in d.notes)
+
+
+def test_cpu_only_run(store: Store) -> None:
+    samples = phases("cpu0", [(60, 50.0, 0.05), (60, 120.0, 0.9)], component="cpu",
+                     gauge="utilization")  # fmt: skip
+    d = diagnose_run(store, make_run(store, samples))
+    assert d.analysed == "cpu" and "no GPU" in d.notes[0]
+    assert d.of_kind("idle")[0].energy_at_stake_j == pytest.approx(59 * 50.0 + 85.0)
+
+
+def test_input_bound_from_samples(store: Store) -> None:
+    gpu = phases("gpu0", [(20, 300.0, 0.9), (20, 80.0, 0.02)] * 3)
+    cpu = phases("cpu0", [(20, 40.0, 0.2), (20, 90.0, 0.95)] * 3, component="cpu",
+                 gauge="utilization")  # fmt: skip
+    d = diagnose_run(store, make_run(store, gpu + cpu))
+    (stall,) = d.of_kind("input-bound")
+    # Idle intervals with busy CPU: 3 × 19 of 80 J, and 2 edges into busy of (80+300)/2 J.
+    assert stall.energy_at_stake_j == pytest.approx(57 * 80.0 + 2 * 190.0)
+
+
+def test_rightsizing_a100_to_smaller(store: Store) -> None:
+    samples = phases("gpu0", [(100, 160.0, 0.2)], memory=10e9)
+    run = make_run(store, samples, gpu_names={"gpu0": "NVIDIA A100-SXM4-80GB"})
+    (f,) = diagnose_run(store, run).of_kind("rightsizing")
+    assert f.figures["current"] == "A100 SXM4 80GB"
+    assert f.figures["candidate"] == "L4"
+    assert "Assumes throughput" in f.evidence
+    ratio = (72 * (0.25 + 0.75 * 312 * 0.2 / 121)) / (400 * (0.25 + 0.75 * 0.2))
+    assert f.energy_at_stake_j == pytest.approx(99 * 160.0 * (1 - ratio), rel=0.02)
+
+
+def test_fp32_and_location(store: Store) -> None:
+    samples = phases("gpu0", [(50, 300.0, 0.8)], memory=70e9)
+    run = make_run(store, samples, gpu_names={"gpu0": "H100"}, tags={"precision": "fp32"},
+                   carbon_g_per_kwh=700.0)  # fmt: skip
+    d = diagnose_run(store, run, candidates=["GB"])
+    assert d.of_kind("precision")[0].energy_at_stake_j == pytest.approx(49 * 300 * 0.8 * 0.5)
+    loc = d.of_kind("location")[0]
+    assert loc.co2_g_at_stake == pytest.approx(2.0 * (700.0 - loc.figures["candidate_g_per_kwh"]))
+
+
+def test_no_samples_is_config_error(store: Store) -> None:
+    run = make_run(store, [])
+    with pytest.raises(ConfigError, match="has no power timeline"):
+        diagnose_run(store, run)
+
+
+def test_cli(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+             capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    monkeypatch.setitem(greenml.cli.app.COMMANDS, "diagnose", "greenml.cli.diagnose:diagnose")
+    run = make_run(store, phases("gpu0", [(100, 300.0, 0.9), (100, 60.0, 0.05)]))
+    db = str(tmp_path / "runs.sqlite")
+    assert main(["diagnose", run, "--db", db, "--idle-below", "20%"]) == 0
+    assert "idle" in capsys.readouterr().out
+    assert main(["diagnose", run, "--db", db, "--json"]) == 0
+    assert '"kind": "idle"' in capsys.readouterr().out
+    assert main(["diagnose", run, "--db", db, "--idle-below", "lots"]) == 2
+    assert "percentage" in capsys.readouterr().err
+    empty = make_run(store, [])
+    assert main(["diagnose", empty, "--db", db]) == 2
+    assert "no power timeline" in capsys.readouterr().err
