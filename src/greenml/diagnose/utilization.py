@@ -89,7 +89,8 @@ def _advice(kind: str, component: str) -> str:
             f"release the {component.upper()} while it waits (end the job, or share it), "
             "or overlap the idle phases (evaluation, checkpointing) with compute"
         )
+    share = " (MIG, MPS)" if component == "gpu" else ""
     return (
         "raise the work per step (larger batch, fused kernels, fewer syncs), or move the "
-        f"job to a smaller {component.upper()} or share this one (MIG, MPS)"
+        f"job to a smaller {component.upper()} or share this one{share}"
     )
