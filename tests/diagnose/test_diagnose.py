@@ -101,3 +101,27 @@ def test_cli(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     empty = make_run(store, [])
     assert main(["diagnose", empty, "--db", db]) == 2
     assert "no power timeline" in capsys.readouterr().err
+
+
+def test_a_straggling_rank_is_found_with_the_energy_spent_waiting(store: Store) -> None:
+    from datetime import datetime, timezone
+
+    from greenml.measurement import ComponentEnergy, DeviceEnergy, Measurement
+
+    samples = phases("gpu0", [(20, 300.0, 0.9)]) + phases("gpu1", [(20, 300.0, 0.9)])
+    run = make_run(store, samples, gpu_names={"gpu0": "NVIDIA H100", "gpu1": "NVIDIA H100"})
+    windows = []
+    for step in range(5):
+        for rank, seconds in ((0, 1.0), (1, 1.5)):  # rank 1 is slower: rank 0 waits 0.5 s
+            energy = 300.0 * seconds  # 300 W while working
+            device = DeviceEnergy(energy, "counter", 0.05, "NVIDIA H100")
+            windows.append(Measurement(
+                f"step/rank{rank}",
+                datetime.fromtimestamp(1.7e9 + 2 * step, tz=timezone.utc),
+                seconds,
+                {"gpu": ComponentEnergy({f"gpu{rank}": device})},
+            ))  # fmt: skip
+    store.add_windows(run, windows)
+    (straggler,) = diagnose_run(store, run).of_kind("straggler")
+    assert straggler.title == "rank 1 sets the pace of 5 steps"
+    assert straggler.energy_at_stake_j == pytest.approx(5 * 0.5 * 300.0)

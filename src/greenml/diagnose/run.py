@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from greenml.diagnose import input_bound, practice, rightsizing, utilization
-from greenml.diagnose.findings import Diagnosis, Finding
+from greenml.diagnose.findings import Diagnosis, Finding, severity_of
 from greenml.diagnose.timeline import DeviceSeries, load_timeline
 from greenml.errors import ConfigError
 
@@ -68,6 +68,7 @@ def diagnose_run(
     if gpus:
         findings += _gpu_findings(store, record, timeline, gpus, idle_below, notes)
     findings += _maybe(practice.location_finding(record, list(candidates or [])))
+    findings += _maybe(straggler_finding(store.windows(run_id)))
     if candidates and (record.get("carbon") or {}).get("status") != "ok":
         notes.append("no carbon figure for this run (no location): candidates not compared")
     price = _usd_per_kwh(record)
@@ -155,3 +156,26 @@ def _usd_per_kwh(record: dict[str, Any]) -> float | None:
 
 def _maybe(finding: Finding | None) -> list[Finding]:
     return [] if finding is None else [finding]
+
+
+def straggler_finding(windows: list[dict[str, Any]]) -> Finding | None:
+    """Ranks waiting for the slowest in synchronous steps (``step/rankN`` windows)."""
+    from greenml.diagnose.stragglers import by_rank, find_stragglers
+
+    if len(by_rank(windows, "step")) < 2:
+        return None
+    report = find_stragglers(windows, "step")
+    if report.steps == 0 or report.wait_energy_j <= 0:
+        return None
+    return Finding(
+        kind="straggler",
+        severity=severity_of(report.wait_fraction),
+        title=f"rank {report.critical_rank} sets the pace of {report.steps} steps",
+        evidence=report.text,
+        recommendation=(
+            "balance the work across ranks, or lower the power limit of the ranks that wait "
+            "so they finish just in time (greenml optimize, straggler-aware power)"
+        ),
+        energy_at_stake_j=report.wait_energy_j,
+        figures={"wait_fraction": report.wait_fraction, "steps": report.steps},
+    )
