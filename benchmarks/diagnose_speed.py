@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from greenml.diagnose.run import diagnose_run
+from greenml.measurement import Sample
 from greenml.store.repository import Store
-from greenml.store.schema import samples
 
 GPUS, PER_GPU, TARGET_S = 8, 125_000, 1.0
+FLUSH = 600
 
 
 def build(store: Store) -> str:
@@ -30,18 +31,19 @@ def build(store: Store) -> str:
     rng = np.random.default_rng(0)
     times = t0 + np.arange(PER_GPU) * 0.1
     busy = (np.arange(PER_GPU) // 1000) % 2 == 0
-    rows = []
+    per_device = []
     for g in range(GPUS):
         act = np.where(busy, 0.8, 0.05) + rng.normal(0, 0.02, PER_GPU)
         power = np.where(busy, 300.0, 60.0) + rng.normal(0, 5, PER_GPU)
-        rows += [
-            {"run_id": run_id, "device": f"gpu{g}", "component": "gpu", "t": float(t),
-             "power_w": float(p), "utilization": None, "sm_activity": float(a),
-             "memory_used_bytes": 20e9, "sm_clock_mhz": None, "extra": None}
+        per_device.append([
+            Sample(f"gpu{g}", "gpu", float(t), float(p),
+                   {"sm_activity": float(a), "memory_used_bytes": 20e9})
             for t, p, a in zip(times, power, act, strict=True)
-        ]  # fmt: skip
-    with store._write("bench") as conn:
-        conn.execute(samples.insert(), rows)
+        ])  # fmt: skip
+    # Stored as the recorder stores them: one add_samples per flush (here every
+    # FLUSH samples per device, i.e. a minute at 10 Hz, to keep the set-up short).
+    for start in range(0, PER_GPU, FLUSH):
+        store.add_samples(run_id, [s for dev in per_device for s in dev[start : start + FLUSH]])
     names = {f"gpu{g}": "NVIDIA A100-SXM4-80GB" for g in range(GPUS)}
     devices = {k: {"energy_j": 0.0, "method": "counter", "uncertainty_rel": 0.05, "name": n}
                for k, n in names.items()}  # fmt: skip

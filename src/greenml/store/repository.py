@@ -15,6 +15,7 @@ from greenml.errors import ConfigError, RunNotFound, StoreError
 from greenml.measurement import Measurement, Sample
 from greenml.store import new_run_id
 from greenml.store import record as rec
+from greenml.store.blocks import pack_blocks, unpack_blocks
 from greenml.store.engine import WRITE_OPTION, init_schema, make_engine, store_errors
 from greenml.store.rows import (
     METRIC_COLUMNS,
@@ -24,7 +25,7 @@ from greenml.store.rows import (
     window_dict,
     window_row,
 )
-from greenml.store.schema import FINAL_STATUSES, runs, samples, windows
+from greenml.store.schema import FINAL_STATUSES, runs, sample_blocks, samples, windows
 from greenml.store.url import mask_url, resolve_url
 
 _AMBIGUOUS_SHOWN = 10
@@ -133,6 +134,7 @@ class Store:
         rows = [sample_row(run_id, s) for s in items]
         with self._write("add samples to") as conn:
             conn.execute(samples.insert(), rows)
+            conn.execute(sample_blocks.insert(), pack_blocks(run_id, items))
 
     def add_window(self, run_id: str, measurement: Measurement) -> None:
         """Store one finished window."""
@@ -300,11 +302,18 @@ class Store:
 
         names = ("time_s", "power_w", *METRIC_COLUMNS)
         with self._read("read samples from") as conn:
+            blocks = conn.execute(
+                select(
+                    sample_blocks.c.device, sample_blocks.c.component,
+                    sample_blocks.c.count, sample_blocks.c.data,
+                ).where(sample_blocks.c.run_id == run_id)
+            ).all()  # fmt: skip
+            if blocks:  # runs stored since schema 2: no per-row work at all
+                return unpack_blocks((r[0], r[1], int(r[2]), bytes(r[3])) for r in blocks)
             if conn.dialect.name == "sqlite":
                 # One grouped SELECT; SQLite formats the floats in C, numpy parses them.
                 aggs = ", ".join(
-                    f"group_concat(coalesce({c}, 'nan'))"
-                    for c in ("t", "power_w", *METRIC_COLUMNS)
+                    f"group_concat(coalesce({c}, 'nan'))" for c in ("t", "power_w", *METRIC_COLUMNS)
                 )
                 sql = (
                     f"SELECT device, component, count(*), {aggs} FROM (SELECT * FROM samples "

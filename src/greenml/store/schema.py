@@ -13,13 +13,14 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
     Text,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Bump when the tables change; a database newer than the code is refused."""
 
 RUN_STATUSES = ("running", "completed", "failed", "incomplete")
@@ -89,4 +90,26 @@ samples = Table(
     Column("extra", Text, nullable=True),
     # Leading run_id: also serves lookups by run alone.
     Index("ix_samples_run_id_t", "run_id", "t"),
+)
+
+BLOCK_COLUMNS = ("t", "power_w", "utilization", "sm_activity", "memory_used_bytes", "sm_clock_mhz")
+"""The columns of a sample block, in order: float64 each, NaN for a missing value."""
+
+sample_blocks = Table(
+    "sample_blocks",
+    metadata,
+    Column(
+        "id",
+        BigInteger().with_variant(Integer, "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("device", String(64), nullable=False),
+    Column("component", String(32), nullable=False),
+    Column("count", Integer, nullable=False),
+    # count × len(BLOCK_COLUMNS) little-endian float64, row by row: the samples of
+    # one flush of one device, for analysis that needs millions of samples fast.
+    Column("data", LargeBinary, nullable=False),
+    Index("ix_sample_blocks_run_id", "run_id"),
 )
