@@ -59,6 +59,8 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/core_speed.py
 	$(BIN)/python benchmarks/intensity_load.py
 	$(BIN)/python benchmarks/accounting_speed.py
+	$(BIN)/python benchmarks/diagnose_speed.py
+	$(BIN)/python benchmarks/scrape_speed.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
