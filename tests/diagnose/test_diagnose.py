@@ -125,3 +125,36 @@ def test_a_straggling_rank_is_found_with_the_energy_spent_waiting(store: Store) 
     (straggler,) = diagnose_run(store, run).of_kind("straggler")
     assert straggler.title == "rank 1 sets the pace of 5 steps"
     assert straggler.energy_at_stake_j == pytest.approx(5 * 0.5 * 300.0)
+
+
+def test_scaling_across_runs_of_the_same_job(store: Store) -> None:
+    runs = {}
+    for devices, seconds in ((1, 100), (2, 60), (4, 40)):
+        names = {f"gpu{i}": "NVIDIA H100" for i in range(devices)}
+        samples = [s for k in names for s in phases(k, [(seconds + 1, 300.0, 0.9)])]
+        runs[devices] = make_run(store, samples, gpu_names=names, name="job")
+    (scaling,) = diagnose_run(store, runs[4]).of_kind("scaling")
+    # speedup at 4 devices: 100 s / 40 s = 2.5, i.e. 62 % of the ideal 4
+    assert scaling.title == "parallel efficiency 62% at 4 devices"
+    assert scaling.severity == "medium"
+    assert not diagnose_run(
+        store, make_run(store, phases("gpu0", [(5, 1.0, 0.9)]), name="solo")
+    ).of_kind("scaling")
+
+
+def test_communication_marked_by_the_program_is_measured(store: Store) -> None:
+    from datetime import datetime, timezone
+
+    from greenml.measurement import ComponentEnergy, DeviceEnergy, Measurement
+
+    run = make_run(store, phases("gpu0", [(10, 300.0, 0.9)]), gpu_names={"gpu0": "NVIDIA H100"})
+
+    def window(name: str, seconds: float) -> Measurement:
+        device = DeviceEnergy(300.0 * seconds, "counter", 0.05, "NVIDIA H100")
+        start = datetime.fromtimestamp(1.7e9, tz=timezone.utc)
+        return Measurement(name, start, seconds, {"gpu": ComponentEnergy({"gpu0": device})})
+
+    store.add_windows(run, [window("compute", 3.0), window("comm", 1.0)] * 2)
+    (comm,) = diagnose_run(store, run).of_kind("communication")
+    assert comm.title == "25% of step time is communication"
+    assert comm.energy_at_stake_j == pytest.approx(2 * 300.0)

@@ -68,7 +68,10 @@ def diagnose_run(
     if gpus:
         findings += _gpu_findings(store, record, timeline, gpus, idle_below, notes)
     findings += _maybe(practice.location_finding(record, list(candidates or [])))
-    findings += _maybe(straggler_finding(store.windows(run_id)))
+    stored_windows = store.windows(run_id)
+    findings += _maybe(straggler_finding(stored_windows))
+    findings += _maybe(communication_finding(stored_windows))
+    findings += _maybe(scaling_finding(store, record))
     if candidates and (record.get("carbon") or {}).get("status") != "ok":
         notes.append("no carbon figure for this run (no location): candidates not compared")
     price = _usd_per_kwh(record)
@@ -178,4 +181,59 @@ def straggler_finding(windows: list[dict[str, Any]]) -> Finding | None:
         ),
         energy_at_stake_j=report.wait_energy_j,
         figures={"wait_fraction": report.wait_fraction, "steps": report.steps},
+    )
+
+
+def communication_finding(windows: list[dict[str, Any]]) -> Finding | None:
+    """Time and energy in ``comm`` windows against ``compute`` windows, when marked."""
+    from greenml.diagnose.scaling import comm_compute_split
+
+    if not any(str(w.get("name", "")).startswith("comm") for w in windows):
+        return None
+    split = comm_compute_split(windows)
+    if split.comm_s <= 0:
+        return None
+    return Finding(
+        kind="communication",
+        severity=severity_of(split.comm_fraction),
+        title=f"{split.comm_fraction:.0%} of step time is communication",
+        evidence=split.text,
+        recommendation=(
+            "overlap communication with computation (gradient bucketing, accumulation), "
+            "synchronize less often, or use fewer, larger devices"
+        ),
+        energy_at_stake_j=split.comm_energy_j,
+        figures={"comm_fraction": split.comm_fraction, "comm_s": split.comm_s},
+    )
+
+
+def scaling_finding(store: Store, record: dict[str, Any]) -> Finding | None:
+    """Parallel efficiency across stored runs of the same name at different device counts."""
+    from greenml.diagnose.scaling import analyze_scaling, scaling_point
+
+    name = record.get("name")
+    if not name:
+        return None
+    ids = [r["id"] for r in store.list_runs(limit=1000, name=name) if r["status"] == "completed"]
+    points = [scaling_point(store.get_record(i)) for i in ids]
+    if len({p.devices for p in points}) < 2:
+        return None
+    report = analyze_scaling(points)
+    worst = min(report.rows, key=lambda row: row.efficiency)
+    mine = next((row for row in report.rows if row.devices == scaling_point(record).devices), None)
+    best_j = min(row.energy_per_work_j for row in report.rows)
+    at_stake = 0.0
+    if mine is not None and mine.energy_per_work_j > best_j:
+        at_stake = (mine.energy_per_work_j - best_j) * scaling_point(record).work
+    return Finding(
+        kind="scaling",
+        severity="medium" if worst.efficiency < 0.7 else "info",
+        title=f"parallel efficiency {worst.efficiency:.0%} at {worst.devices} devices",
+        evidence=report.text,
+        recommendation=(
+            "run at the device count with the lowest energy per unit of work "
+            "unless the deadline needs more"
+        ),
+        energy_at_stake_j=at_stake,
+        figures={"runs": len(points), "worst_efficiency": worst.efficiency},
     )
