@@ -12,9 +12,10 @@ import pytest
 
 from greenml.errors import ConfigError, SensorError, WindowError
 from greenml.measurement import COUNTER, ESTIMATED, POWER_INTEGRATED
-from greenml.meter import Meter, track
+from greenml.meter import Meter
 from greenml.sensors.base import Device, Sensor
 from greenml.sensors.fake import FakeDevice, FakeSensor, replay_sensor
+from greenml.tracking import track
 from tests.helpers import ManualClock
 
 

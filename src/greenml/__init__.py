@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "estimate": "greenml.estimator",
     "Meter": "greenml.meter",
-    "track": "greenml.meter",
+    "track": "greenml.tracking",
     "Measurement": "greenml.measurement",
     "GreenmlError": "greenml.errors",
     "progress": "greenml.events",
@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from greenml.estimator import estimate
     from greenml.events import progress
     from greenml.measurement import Measurement
-    from greenml.meter import Meter, track
+    from greenml.meter import Meter
+    from greenml.tracking import track
 
 
 def __getattr__(name: str) -> Any:

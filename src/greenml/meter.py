@@ -11,8 +11,6 @@ gap, labels the affected figures, and logs one warning per device.
 
 from __future__ import annotations
 
-import functools
-import itertools
 import logging
 import math
 import os
@@ -22,11 +20,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, TypeVar, overload
+from typing import Any
 
-from greenml.errors import SensorUnavailable, WindowError
+from greenml.errors import WindowError
 from greenml.measurement import (
     POWER_INTEGRATED,
     ComponentEnergy,
@@ -40,7 +38,6 @@ from greenml.timeline import PowerTimeline
 log = logging.getLogger("greenml")
 
 Clock = Callable[[], float]
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(slots=True)
@@ -159,6 +156,8 @@ class Meter:
             raise ValueError(f"sample_hz must be a finite number >= 0, got {sample_hz}")
         self.notes: list[str] = []
         if sensors is None:
+            from greenml.sensors.discover import discover_sensors
+
             sensors, self.notes = discover_sensors(gpus, cpu, cpu_scope, pid)
         self._sensors = list(sensors)
         self._clock = clock
@@ -417,85 +416,3 @@ def _publish(m: Measurement) -> None:
     }
     emit("window", name=m.name, start_s=start, end_s=start + m.duration_s,
          energy_j=m.total_j, components=components)  # fmt: skip
-
-
-def discover_sensors(
-    gpus: Sequence[int] | None, cpu: bool, cpu_scope: str = "machine", pid: int | None = None
-) -> tuple[list[Sensor], list[str]]:
-    """The machine's sensors, and notes on what could not be measured and why."""
-    sensors: list[Sensor] = []
-    notes: list[str] = []
-    if gpus is None or len(gpus) > 0:
-        from greenml.sensors.nvml import NvmlSensor
-
-        try:
-            sensors.append(NvmlSensor(indices=gpus))
-        except SensorUnavailable as exc:
-            if gpus:  # the user asked for these GPUs: not having them is an error
-                raise
-            notes.append(f"no GPU measured: {exc}")
-    if cpu:
-        from greenml.sensors.discover import discover_cpu_sensors
-
-        cpu_sensors, cpu_notes = discover_cpu_sensors(scope=cpu_scope, pid=pid)
-        sensors.extend(cpu_sensors)
-        notes.extend(cpu_notes)
-    return sensors, notes
-
-
-_default_meter: Meter | None = None
-_default_lock = threading.Lock()
-_track_ids = itertools.count()
-
-
-def default_meter() -> Meter:
-    """The process-wide Meter that :func:`track` uses, created on first use."""
-    global _default_meter
-    with _default_lock:
-        if _default_meter is None:
-            _default_meter = Meter()
-        return _default_meter
-
-
-@overload
-def track(func: F) -> F: ...
-@overload
-def track(
-    *,
-    name: str | None = None,
-    meter: Meter | None = None,
-    on_measurement: Callable[[Measurement], None] | None = None,
-) -> Callable[[F], F]: ...
-def track(
-    func: F | None = None,
-    *,
-    name: str | None = None,
-    meter: Meter | None = None,
-    on_measurement: Callable[[Measurement], None] | None = None,
-) -> F | Callable[[F], F]:
-    """Measure every call of a function in a window; ``fn.last_measurement`` holds the last.
-
-    Usable bare (``@track``) or with options (``@track(name="eval")``).
-    Concurrent and recursive calls each get their own window.
-    """
-
-    def decorate(fn: F) -> F:
-        window_name = name or fn.__qualname__
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            m = meter or default_meter()
-            key = f"{window_name}#{next(_track_ids)}"
-            m.begin_window(key)
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                measurement = replace(m.end_window(key), name=window_name)
-                wrapper.last_measurement = measurement  # type: ignore[attr-defined]
-                if on_measurement is not None:
-                    on_measurement(measurement)
-
-        wrapper.last_measurement = None  # type: ignore[attr-defined]
-        return wrapper  # type: ignore[return-value]
-
-    return decorate(func) if func is not None else decorate

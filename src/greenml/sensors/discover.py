@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
@@ -59,4 +60,26 @@ def discover_cpu_sensors(
             "W/GB (Green Algorithms)"
         )
         sensors.append(DramModelSensor(scope=model_scope, pid=pid))
+    return sensors, notes
+
+
+def discover_sensors(
+    gpus: Sequence[int] | None, cpu: bool, cpu_scope: str = "machine", pid: int | None = None
+) -> tuple[list[Sensor], list[str]]:
+    """The machine's sensors, and notes on what could not be measured and why."""
+    sensors: list[Sensor] = []
+    notes: list[str] = []
+    if gpus is None or len(gpus) > 0:
+        from greenml.sensors.nvml import NvmlSensor
+
+        try:
+            sensors.append(NvmlSensor(indices=gpus))
+        except SensorUnavailable as exc:
+            if gpus:  # the user asked for these GPUs: not having them is an error
+                raise
+            notes.append(f"no GPU measured: {exc}")
+    if cpu:
+        cpu_sensors, cpu_notes = discover_cpu_sensors(scope=cpu_scope, pid=pid)
+        sensors.extend(cpu_sensors)
+        notes.extend(cpu_notes)
     return sensors, notes
