@@ -33,7 +33,7 @@ $(CHROMIUM_STAMP): | $(BIN)/python
 	@if command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then touch $@; fi
 
 demo: $(DEMO_STAMP)
-	$(BIN)/greenml run --name demo-digits-mlp --tag example=digits -- $(BIN)/python examples/train_digits.py
+	$(BIN)/greenml run --name demo-digits-mlp --tag example=digits --zone DE-LU --pue personal -- $(BIN)/python examples/train_digits.py
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests benchmarks examples scripts
