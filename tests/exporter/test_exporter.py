@@ -68,6 +68,7 @@ def test_names_types_and_labels(served: Any) -> None:
         "device": "gpu0",
         "component": "gpu",
         "model": "Fake H100",
+        "method": "counter",
         "greenml_job": "train",
     }
     assert values(power)["gpu7"] == 307.0

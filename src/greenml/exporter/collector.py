@@ -12,7 +12,7 @@ from typing import Any
 
 from greenml.exporter.state import LiveState, Snapshot
 
-DEVICE_LABELS = ("host", "device", "component", "model", "greenml_job")
+DEVICE_LABELS = ("host", "device", "component", "model", "method", "greenml_job")
 
 # (metric name without _total, kind, help, DeviceState attribute)
 DEVICE_METRICS: tuple[tuple[str, str, str, str], ...] = (
@@ -88,7 +88,7 @@ def families(snapshot: Snapshot, host: str, job: str) -> list[Any]:
     out: list[Any] = []
     rows = [
         (
-            (host, d.key, d.component, d.name, job),
+            (host, d.key, d.component, d.name, d.method or "-", job),
             d,
         )
         for d in snapshot.devices

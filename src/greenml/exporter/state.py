@@ -37,6 +37,7 @@ class DeviceState:
     memory_used_bytes: float | None = None
     emissions_g: float | None = None
     cost_usd: float | None = None
+    method: str = ""  # counter, power-integrated or estimated
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +106,11 @@ class LiveState:
             devices = []
             for component, energies in measurement.components.items():
                 for key, energy in energies.devices.items():
-                    devices.append(self._device(key, component, energy.name, energy.energy_j, ci))
+                    devices.append(
+                        self._device(
+                            key, component, energy.name, energy.energy_j, ci, energy.method
+                        )
+                    )
             devices.sort(key=lambda d: (d.component != "gpu", _order(d.key)))
             self._snapshot = Snapshot(
                 now,
@@ -118,7 +123,13 @@ class LiveState:
             return self._snapshot
 
     def _device(
-        self, key: str, component: str, name: str, energy_j: float, ci: float | None
+        self,
+        key: str,
+        component: str,
+        name: str,
+        energy_j: float,
+        ci: float | None,
+        method: str = "",
     ) -> DeviceState:
         delta = max(0.0, energy_j - self._energy.get(key, 0.0))
         self._energy[key] = energy_j
@@ -141,6 +152,7 @@ class LiveState:
             metrics.get("memory_used_bytes"),
             emissions,
             cost,
+            method,
         )
 
     def _current_intensity(self, now: float) -> float | None:
