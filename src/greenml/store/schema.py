@@ -28,6 +28,13 @@ FINAL_STATUSES = ("completed", "failed", "incomplete")
 
 metadata = MetaData()
 
+
+def _row_id() -> Column[int]:
+    """A 64-bit autoincrement key (plain INTEGER on SQLite, where only that autoincrements)."""
+    return Column(
+        "id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+
 meta = Table(
     "meta",
     metadata,
@@ -72,12 +79,7 @@ windows = Table(
 samples = Table(
     "samples",
     metadata,
-    Column(
-        "id",
-        BigInteger().with_variant(Integer, "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
+    _row_id(),
     Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("device", String(64), nullable=False),
     Column("component", String(32), nullable=False),
@@ -98,12 +100,7 @@ BLOCK_COLUMNS = ("t", "power_w", "utilization", "sm_activity", "memory_used_byte
 sample_blocks = Table(
     "sample_blocks",
     metadata,
-    Column(
-        "id",
-        BigInteger().with_variant(Integer, "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
+    _row_id(),
     Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("device", String(64), nullable=False),
     Column("component", String(32), nullable=False),
