@@ -17,8 +17,14 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[examples]'
 	touch $@
 
+# torch is pinned to the CPU build that lies on these machines' disk (an unpinned torch pulls
+# a several-GB CUDA build); the package's own extra keeps only a lower bound.
+TORCH_PIN := torch==2.13.0
+TEST_EXTRAS := dev,postgres,examples,serve,ann,embeddings,compress,resilience,lightning,transformers
+
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,postgres,examples]'
+	$(BIN)/pip install -q '$(TORCH_PIN)'
+	$(BIN)/pip install -q -e '.[$(TEST_EXTRAS)]' '$(TORCH_PIN)'
 	touch $@ $(DEMO_STAMP)
 
 # Headless Chromium renders the HTML reports in tests/report (not needed by `make demo`).

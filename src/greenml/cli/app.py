@@ -24,6 +24,13 @@ COMMANDS = {
     "exporter": "greenml.cli.exporter:exporter",
     "monitor": "greenml.cli.monitor:monitor",
     "diagnose": "greenml.cli.diagnose:diagnose",
+    "optimize": "greenml.cli.optimize:optimize",
+    "gpu": "greenml.cli.gpu:gpu",
+    "sweep": "greenml.cli.sweep:sweep",
+    "plan": "greenml.cli.plan:plan",
+    "wait": "greenml.cli.wait:wait",
+    "compress": "greenml.cli.compress:compress",
+    "serve": "greenml.cli.serve:serve",
 }
 
 
