@@ -363,3 +363,18 @@ def test_partial_energy_keeps_how_each_device_was_measured(store: Store) -> None
     )
     assert (cpu0["method"], cpu0["uncertainty_rel"]) == ("estimated", 0.5)
     assert energy["method"] == "estimated"
+
+
+def test_advisor_state_round_trips_and_survives_reopen(db_url: str) -> None:
+    with open_store(db_url) as store:
+        assert store.get_state("bso", "job-a") is None
+        store.put_state("bso", "job-a", {"observations": [[32, 1.5]], "best": 1.5})
+        store.put_state("bso", "job-b", {"observations": []})
+        store.put_state("bso", "job-a", {"observations": [[32, 1.5], [64, 1.2]], "best": 1.2})
+    with open_store(db_url) as store:
+        assert store.get_state("bso", "job-a") == {
+            "observations": [[32, 1.5], [64, 1.2]],
+            "best": 1.2,
+        }
+        assert store.get_state("bso", "job-b") == {"observations": []}
+        assert store.get_state("other", "job-a") is None

@@ -25,7 +25,14 @@ from greenml.store.rows import (
     window_dict,
     window_row,
 )
-from greenml.store.schema import FINAL_STATUSES, runs, sample_blocks, samples, windows
+from greenml.store.schema import (
+    FINAL_STATUSES,
+    advisor_state,
+    runs,
+    sample_blocks,
+    samples,
+    windows,
+)
 from greenml.store.url import mask_url, resolve_url
 
 _AMBIGUOUS_SHOWN = 10
@@ -174,6 +181,32 @@ class Store:
             extra = rec.loads(current, {}, f"extra of run {run_id}")
             extra.update(patch)
             conn.execute(update(runs).where(runs.c.id == run_id).values(extra=dumps(extra)))
+
+    def get_state(self, namespace: str, key: str) -> dict[str, Any] | None:
+        """The JSON document an advisor stored under (namespace, key), or None."""
+        with self._read("read advisor state from") as conn:
+            raw = conn.execute(
+                select(advisor_state.c.value).where(
+                    advisor_state.c.namespace == namespace, advisor_state.c.key == key
+                )
+            ).scalar_one_or_none()
+        if raw is None:
+            return None
+        value: dict[str, Any] = rec.loads(raw, {}, f"advisor state {namespace}/{key}")
+        return value
+
+    def put_state(self, namespace: str, key: str, value: dict[str, Any]) -> None:
+        """Store (replace) an advisor's JSON document under (namespace, key)."""
+        where = (advisor_state.c.namespace == namespace, advisor_state.c.key == key)
+        with self._write("store advisor state in") as conn:
+            found = conn.execute(
+                select(advisor_state.c.key).where(*where).with_for_update()
+            ).scalar_one_or_none()
+            values = {"value": dumps(value), "updated_at": _now()}
+            if found is None:
+                conn.execute(advisor_state.insert().values(namespace=namespace, key=key, **values))
+            else:
+                conn.execute(update(advisor_state).where(*where).values(**values))
 
     def finish_run(
         self,

@@ -20,7 +20,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bump when the tables change; a database newer than the code is refused."""
 
 RUN_STATUSES = ("running", "completed", "failed", "incomplete")
@@ -109,4 +109,15 @@ sample_blocks = Table(
     # one flush of one device, for analysis that needs millions of samples fast.
     Column("data", LargeBinary, nullable=False),
     Index("ix_sample_blocks_run_id", "run_id"),
+)
+
+advisor_state = Table(
+    "advisor_state",
+    metadata,
+    # What an advisor remembers between runs (the batch-size optimizer's
+    # observations of a recurring job ...): one JSON document per (namespace, key).
+    Column("namespace", String(64), primary_key=True),
+    Column("key", String(255), primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("updated_at", Double, nullable=False),
 )
