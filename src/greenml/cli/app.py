@@ -35,13 +35,15 @@ COMMANDS = {
 
 
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported on first use."""
+    """A group whose subcommands are imported on first use (from ``commands_map``)."""
+
+    commands_map: dict[str, str] = COMMANDS
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMANDS)
+        return list(self.commands_map)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
+        target = self.commands_map.get(cmd_name)
         if target is None:
             return None
         module, _, attribute = target.partition(":")

@@ -1,0 +1,1 @@
+"""Advisors that cut training energy: GPU power limits, batch size, software knobs."""

@@ -1,0 +1,1 @@
+"""Preemption-safe training: checkpoints, interruption signals, interval policy."""
