@@ -65,9 +65,10 @@ def test_the_schema_catches_what_skypilot_would_refuse() -> None:
         _validate(task)
 
 
-def test_bad_placements_and_buckets_are_refused() -> None:
-    with pytest.raises(ConfigError, match="no region"):
-        skypilot_task(name="x", run="true", placements=[], use_spot=True)
+def test_no_placement_leaves_the_choice_and_bad_buckets_are_refused() -> None:
+    anywhere = skypilot_task(name="x", run="true", placements=[], use_spot=True)
+    _validate(anywhere)
+    assert "infra" not in anywhere["resources"] and "any_of" not in anywhere["resources"]
     with pytest.raises(ConfigError, match="bucket URL"):
         skypilot_task(
             name="x",

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from greenml.cli import render
+from greenml.cli.emit_options import cloud_infra, emit_options, write_emit
 from greenml.errors import ConfigError
 
 
@@ -59,6 +60,7 @@ from greenml.errors import ConfigError
 @click.option("--carbon-weight", type=float, help="0–1: weight of carbon against cost.")
 @click.option("--max-cost-increase", metavar="PCT", help="Least carbon with cost ≤ baseline + PCT.")
 @click.option("--json", "as_json", is_flag=True, help="The plan as JSON.")
+@emit_options
 def job(**opts: Any) -> None:
     """Plan a job in the greenest (or cheapest) hours and places before its deadline.
 
@@ -95,10 +97,22 @@ def job(**opts: Any) -> None:
         job_, candidates, history_or_forecast=forecasts, objective=Objective(weight, cap),
         now=now, allow=opts["allow"] or None, prices=price_sources or None,
     )  # fmt: skip
+    if opts["emit"]:
+        _emit(opts, plan, job_)
     if opts["as_json"]:
         print(json.dumps(plan.to_dict(), ensure_ascii=False, indent=2))
         return
     _show(plan, job_)
+
+
+def _emit(opts: dict[str, Any], plan: Any, job_: Any) -> None:
+    pieces = len(plan.chunks)
+    note = f"greenml plan job: planned start {plan.start:%Y-%m-%dT%H:%MZ} in {plan.location}"
+    if pieces > 1:
+        note += f"; the plan has {pieces} pieces and this task starts the first"
+    infras = [cloud_infra(plan.location)] if opts["emit"] == "skypilot" else []
+    write_emit(opts, infras=infras, use_spot=False, begin=plan.start,
+               duration_s=job_.duration_s, deadline=job_.deadline, note=note)  # fmt: skip
 
 
 def _job(opts: dict[str, Any]) -> tuple[Any, Any]:

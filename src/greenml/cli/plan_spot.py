@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
 
 from greenml.cli import render
+from greenml.cli.emit_options import cloud_infra, emit_options, write_emit
 from greenml.errors import ConfigError
 from greenml.timeparse import parse_duration_s, parse_instant
 
@@ -46,12 +46,8 @@ NOTICE_S = {"aws": 120.0, "gcp": 30.0, "azure": 30.0, "none": 0.0}
 @click.option("--trials", default=2000, show_default=True, type=click.IntRange(1, 200_000))
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--json", "as_json", is_flag=True, help="The plan as JSON.")
-@click.option("--emit", type=click.Choice(["skypilot", "slurm"]), help="Write an engine's task.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="File for --emit.")
-@click.option("--run", "run_cmd", default="python train.py", show_default=True, help="For --emit.")
-@click.option("--region", "regions", multiple=True, metavar="CLOUD/REGION", help="For --emit.")
-@click.option("--accelerators", metavar="NAME:COUNT", help="For --emit skypilot, e.g. A100:8.")
-@click.option("--checkpoint-bucket", metavar="URL", help="For --emit skypilot: s3://… or gs://….")
+@click.option("--region", "regions", multiple=True, help="Cloud region for --emit (repeatable).")
+@emit_options
 def spot(**opts: Any) -> None:
     """Plan a job on spot capacity: expected cost and time, and the strategy to use."""
     from greenml.schedule.spot_model import SpotJob
@@ -84,7 +80,14 @@ def spot(**opts: Any) -> None:
         seed=opts["seed"],
     )
     if opts["emit"]:
-        _emit(opts, plan, start)
+        write_emit(
+            opts,
+            infras=[cloud_infra(r) for r in opts["regions"]],
+            use_spot=plan.recommended != "on-demand",
+            begin=start,
+            duration_s=plan.outcome(plan.recommended).time_quantile_s(0.99),
+            note=f"greenml plan spot: {plan.recommended} recommended ({plan.reason})",
+        )
     if opts["as_json"]:
         click.echo(json.dumps(plan.to_dict(), indent=2))
         return
@@ -141,32 +144,6 @@ def _prices(opts: dict[str, Any]) -> tuple[float, float]:
             "spot prices change by the hour, so greenml does not guess one"
         )
     return float(opts["spot_price"]), float(on_demand)
-
-
-def _emit(opts: dict[str, Any], plan: Any, start: Any) -> None:
-    from greenml.schedule.emit import Placement, skypilot_task, skypilot_yaml, slurm_header
-
-    if not opts["output"]:
-        raise ConfigError("--emit needs -o FILE")
-    if opts["emit"] == "skypilot":
-        placements = [Placement.parse(r) for r in opts["regions"]]
-        task = skypilot_task(
-            name="greenml-spot-job",
-            run=opts["run_cmd"],
-            placements=placements,
-            use_spot=plan.recommended != "on-demand",
-            accelerators=opts["accelerators"],
-            checkpoint_bucket=opts["checkpoint_bucket"],
-        )
-        text = skypilot_yaml(task)
-    else:
-        text = slurm_header(
-            job_name="greenml-spot-job",
-            begin=start,
-            duration_s=plan.outcome(plan.recommended).time_quantile_s(0.99),
-        ) + opts["run_cmd"] + "\n"
-    Path(opts["output"]).write_text(text, encoding="utf-8")
-    render.console(stderr=True).print(f"wrote {opts['emit']} task to {opts['output']}")
 
 
 def _render(plan: Any) -> None:

@@ -53,21 +53,20 @@ def skypilot_task(
     """A SkyPilot task (as a dict) for a planned job.
 
     One placement pins ``infra``; several become ``any_of`` so SkyPilot may
-    fail over between them. Spot jobs get a ``job_recovery`` strategy and, with
-    a bucket, a checkpoint mount the job resumes from.
+    fail over between them; none leaves the choice to SkyPilot. The task gets
+    a ``job_recovery`` strategy and, with a bucket, a checkpoint mount the job
+    resumes from.
 
     Raises:
-        ConfigError: No placement, an unknown recovery strategy, or a bucket
-            URL that is not ``s3://``, ``gs://``, ``r2://`` ….
+        ConfigError: An unknown recovery strategy, or a bucket URL that is not
+            ``s3://``, ``gs://``, ``r2://`` ….
     """
-    if not placements:
-        raise ConfigError("the plan has no region to run in")
     if recovery not in RECOVERY_STRATEGIES:
         raise ConfigError(f"recovery must be one of {', '.join(RECOVERY_STRATEGIES)}")
     resources: dict[str, Any] = {}
     if len(placements) == 1:
         resources["infra"] = placements[0].infra
-    else:
+    elif placements:
         resources["any_of"] = [{"infra": p.infra} for p in placements]
     if accelerators:
         resources["accelerators"] = accelerators
