@@ -5,14 +5,27 @@ clock is when the driver loaded: the energy counter (integer mJ) is the exact
 integral of the trace since then, power is the current phase's (integer mW),
 and GPM SM activity is the exact average between two samples. Function names,
 constants, return shapes and error classes follow nvidia-ml-py.
+
+A GPU given a ``limit_curve`` instead runs a training job without pause: its
+power and step time follow the curve at the power limit in force (interpolated
+between rows, as measured on a V100 in the Zeus traces), and the energy counter
+integrates that power over the history of limits. Limits are set with
+``nvmlDeviceSetPowerManagementLimit``: out of range is InvalidArgument and an
+unprivileged caller gets NoPermission, as from the real library. With a
+``state_path`` the limits live in a JSON file, so several processes (a training
+process and a later ``greenml gpu restore``) see the same GPU.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
+import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -107,6 +120,19 @@ class FakeGpuSpec:
     mig_mode: int = 0
     lost_at_s: float | None = None
     errors: dict[str, str] = field(default_factory=dict)
+    # (power limit W, power W, step time s) rows, limits ascending: a busy GPU
+    limit_curve: Sequence[tuple[float, float, float]] = ()
+
+    def curve_at(self, limit_w: float) -> tuple[float, float]:
+        """(power W, step time s) of ``limit_curve`` at ``limit_w``, linear between rows."""
+        rows = sorted(self.limit_curve)
+        if limit_w <= rows[0][0]:
+            return rows[0][1], rows[0][2]
+        for (l0, p0, t0), (l1, p1, t1) in itertools.pairwise(rows):
+            if limit_w <= l1:
+                a = (limit_w - l0) / (l1 - l0)
+                return p0 + a * (p1 - p0), t0 + a * (t1 - t0)
+        return rows[-1][1], rows[-1][2]
 
     def phase_at(self, t: float) -> Phase:
         current = self.trace[0]
@@ -137,6 +163,14 @@ def h100(uuid: str = "GPU-h100-0000", **kw: Any) -> FakeGpuSpec:
 def a100(uuid: str = "GPU-a100-0000", **kw: Any) -> FakeGpuSpec:
     """An A100 SXM: energy counter and MIG, no GPM."""
     return replace(FakeGpuSpec("NVIDIA A100-SXM4-80GB", uuid), **kw)
+
+
+def v100(uuid: str = "GPU-v100-0000", **kw: Any) -> FakeGpuSpec:
+    """A V100 PCIe (limits 100–250 W) with an energy counter, no GPM or MIG."""
+    spec = FakeGpuSpec("Tesla V100-PCIE-32GB", uuid, memory_total_bytes=32 * 2**30)
+    spec = replace(spec, sm_clock_mhz=1380, errors={"nvmlGpmQueryDeviceSupport": "NotSupported"})
+    spec = replace(spec, power_limit_w=250.0, default_power_limit_w=250.0)
+    return replace(spec, power_limit_range_w=(100.0, 250.0), **kw)
 
 
 def p100(uuid: str = "GPU-p100-0000", **kw: Any) -> FakeGpuSpec:
@@ -205,8 +239,13 @@ class FakeNvml:
         library_found: bool = True,
         driver: str = "550.54.15",
         cuda: int = 12040,
+        privileged: bool = True,
+        state_path: str | Path | None = None,
     ) -> None:
         self.gpus = list(gpus)
+        self.privileged = privileged  # root / CAP_SYS_ADMIN: may set power limits
+        self.state_path = Path(state_path) if state_path is not None else None
+        self.set_calls: list[tuple[str, float]] = []  # (uuid, limit W) of every accepted set
         self.clock = clock or FakeClock()
         self.library_found = library_found
         self.driver, self.cuda = driver, cuda
@@ -214,6 +253,8 @@ class FakeNvml:
         self.shutdown_calls = 0
         self.live_samples = 0
         self.calls: Counter[str] = Counter()
+        # per GPU: (clock time, limit W) from which that limit was in force
+        self.limit_history = [[(-math.inf, self._limit_w(spec))] for spec in self.gpus]
 
     def __getattr__(self, name: str) -> Any:  # NVMLError_NotSupported & co.
         if name.startswith("NVMLError_") and name[10:] in ERRORS:
@@ -286,10 +327,14 @@ class FakeNvml:
 
     def nvmlDeviceGetTotalEnergyConsumption(self, h: _Handle) -> int:
         spec = self._gpu(h, "nvmlDeviceGetTotalEnergyConsumption")
+        if spec.limit_curve:
+            return int(self._curve_energy_j(h.index, 0.0, self.clock()) * 1000)
         return int(spec.integral("power_w", 0.0, self.clock()) * 1000)
 
     def nvmlDeviceGetPowerUsage(self, h: _Handle) -> int:
         spec = self._gpu(h, "nvmlDeviceGetPowerUsage")
+        if spec.limit_curve:
+            return round(spec.curve_at(self._limit_w(spec))[0] * 1000)
         return round(spec.phase_at(self.clock()).power_w * 1000)
 
     def nvmlDeviceGetUtilizationRates(self, h: _Handle) -> SimpleNamespace:
@@ -310,7 +355,26 @@ class FakeNvml:
         return spec.sm_clock_mhz
 
     def nvmlDeviceGetPowerManagementLimit(self, h: _Handle) -> int:
-        return round(self._gpu(h, "nvmlDeviceGetPowerManagementLimit").power_limit_w * 1000)
+        return round(self._limit_w(self._gpu(h, "nvmlDeviceGetPowerManagementLimit")) * 1000)
+
+    def nvmlDeviceSetPowerManagementLimit(self, h: _Handle, limit_mw: int) -> None:
+        """As the real call: root only, the limit in mW within the constraints."""
+        spec = self._gpu(h, "nvmlDeviceSetPowerManagementLimit")
+        if not self.privileged:
+            raise _fail("NoPermission")
+        low, high = spec.power_limit_range_w
+        limit_w = int(limit_mw) / 1000.0
+        if not low <= limit_w <= high:
+            raise _fail("InvalidArgument")
+        spec.power_limit_w = limit_w
+        self.limit_history[h.index].append((self.clock(), limit_w))
+        self.set_calls.append((spec.uuid, limit_w))
+        if self.state_path is not None:
+            limits = self._stored_limits()
+            limits[spec.uuid] = limit_w
+            tmp = self.state_path.with_name(self.state_path.name + f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(limits))
+            os.replace(tmp, self.state_path)
 
     def nvmlDeviceGetPowerManagementDefaultLimit(self, h: _Handle) -> int:
         spec = self._gpu(h, "nvmlDeviceGetPowerManagementDefaultLimit")
@@ -323,6 +387,37 @@ class FakeNvml:
     def nvmlDeviceGetMigMode(self, h: _Handle) -> list[int]:
         mode = self._gpu(h, "nvmlDeviceGetMigMode").mig_mode
         return [mode, mode]
+
+    # -- limits and the training job of curve-driven GPUs -------------------
+
+    def _stored_limits(self) -> dict[str, float]:
+        if self.state_path is None or not self.state_path.exists():
+            return {}
+        return {k: float(v) for k, v in json.loads(self.state_path.read_text()).items()}
+
+    def _limit_w(self, spec: FakeGpuSpec) -> float:
+        return self._stored_limits().get(spec.uuid, spec.power_limit_w)
+
+    def _curve_energy_j(self, index: int, t0: float, t1: float) -> float:
+        spec, history = self.gpus[index], self.limit_history[index]
+        ends = [t for t, _ in history[1:]] + [math.inf]
+        total = 0.0
+        for (start, limit_w), end in zip(history, ends, strict=True):
+            lo, hi = max(t0, start), min(t1, end)
+            if hi > lo:
+                total += spec.curve_at(limit_w)[0] * (hi - lo)
+        return total
+
+    def step_time_s(self, index: int = 0) -> float:
+        """How long one training step takes on GPU ``index`` at its current limit."""
+        spec = self.gpus[index]
+        return spec.curve_at(self._limit_w(spec))[1]
+
+    def run_step(self) -> float:
+        """One synchronous step on every curve-driven GPU: the clock moves by the slowest."""
+        step_s = max(self.step_time_s(i) for i, g in enumerate(self.gpus) if g.limit_curve)
+        self.clock.advance(step_s)  # type: ignore[attr-defined]  # a ManualClock
+        return step_s
 
     # -- GPM (Hopper and newer) --------------------------------------------
 

@@ -1,0 +1,133 @@
+"""What every framework callback does: step and epoch windows, and the optimizer.
+
+:class:`TrainingWindows` opens a Meter window named ``step`` around each
+training step and ``epoch`` around each epoch, keeps the measurements, and
+drives a :class:`~greenml.optimize.power_limit.PowerLimitOptimizer` from the
+same step boundaries. The callbacks only translate their framework's hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from greenml.measurement import Measurement
+
+STEP, EPOCH = "step", "epoch"
+
+
+class TrainingWindows:
+    """Step and epoch windows on a Meter, plus an optional power-limit optimizer.
+
+    Args:
+        meter: The Meter to use; one over this machine's sensors when None.
+        power_limit: A PowerLimitOptimizer, True (one with defaults on this
+            Meter), a mapping of its keyword arguments, or False for none.
+        keep_steps: Step windows kept in :attr:`measurements` (the oldest are
+            kept; every step still counts in :attr:`steps_measured` and
+            :attr:`step_energy_j`).
+        sync_execution: Wait for pending CUDA work at each window boundary.
+    """
+
+    def __init__(
+        self,
+        meter: Any | None = None,
+        power_limit: Any = False,
+        keep_steps: int = 10_000,
+        sync_execution: bool = True,
+    ) -> None:
+        self.meter = meter
+        self.optimizer: Any | None = None
+        self.measurements: list[Measurement] = []
+        self.steps_measured = 0
+        self.step_energy_j = 0.0
+        self._power_limit = power_limit
+        self._keep_steps = keep_steps
+        self._sync = sync_execution
+        self._own_meter = meter is None
+        self._open: set[str] = set()
+        self._started = False
+
+    @property
+    def steps(self) -> list[Measurement]:
+        return [m for m in self.measurements if m.name == STEP]
+
+    @property
+    def epochs(self) -> list[Measurement]:
+        return [m for m in self.measurements if m.name == EPOCH]
+
+    def start(self) -> None:
+        """Open the Meter and the optimizer (once)."""
+        if self._started:
+            return
+        self._started = True
+        if self.meter is None:
+            from greenml.meter import Meter
+
+            self.meter = Meter()
+        self.optimizer = self._make_optimizer()
+
+    def step_begin(self) -> None:
+        self.start()
+        if self.optimizer is not None:
+            self.optimizer.on_step_begin()
+        self._begin(STEP)
+
+    def step_end(self) -> None:
+        m = self._end(STEP)
+        if m is not None:
+            self.steps_measured += 1
+            self.step_energy_j += m.total_j
+            if self.steps_measured <= self._keep_steps:
+                self.measurements.append(m)
+        if self.optimizer is not None:
+            self.optimizer.on_step_end()
+
+    def epoch_begin(self) -> None:
+        self.start()
+        self._begin(EPOCH)
+
+    def epoch_end(self) -> None:
+        m = self._end(EPOCH)
+        if m is not None:
+            self.measurements.append(m)
+
+    def stop(self) -> None:
+        """Close open windows, restore the GPUs' limits, close a Meter we opened."""
+        if not self._started:
+            return
+        self._started = False
+        for name in list(self._open):
+            self._end(name)
+        try:
+            if self.optimizer is not None:
+                self.optimizer.close()
+        finally:
+            if self._own_meter and self.meter is not None:
+                self.meter.close()
+                self.meter = None
+
+    def _make_optimizer(self) -> Any | None:
+        spec = self._power_limit
+        if spec is False or spec is None:
+            return None
+        from greenml.optimize.power_limit import PowerLimitOptimizer
+
+        if isinstance(spec, PowerLimitOptimizer):
+            return spec
+        options = dict(spec) if isinstance(spec, Mapping) else {}
+        return PowerLimitOptimizer(self.meter, **options)
+
+    def _begin(self, name: str) -> None:
+        assert self.meter is not None
+        if name in self._open:  # a hook without its end (an interrupted step): start over
+            self.meter.end_window(name, self._sync)
+        self.meter.begin_window(name, self._sync)
+        self._open.add(name)
+
+    def _end(self, name: str) -> Measurement | None:
+        if name not in self._open or self.meter is None:
+            return None
+        self._open.discard(name)
+        measurement: Measurement = self.meter.end_window(name, self._sync)
+        return measurement

@@ -1,0 +1,174 @@
+"""The state file of original GPU power limits: JSON keyed by GPU UUID.
+
+It lives in the per-user state folder (``$GREENML_GPU_STATE`` overrides), is
+replaced atomically, and is locked while read-modify-written, since the ranks
+of one machine share it. It is removed once nothing is left to restore.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from greenml.errors import ConfigError
+
+STATE_ENV = "GREENML_GPU_STATE"
+STATE_FILENAME = "gpu_power_limits.json"
+
+
+def default_state_file() -> Path:
+    """``$GREENML_GPU_STATE``, else ``gpu_power_limits.json`` in the per-user state folder."""
+    override = os.environ.get(STATE_ENV)
+    if override:
+        return Path(override).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("greenml")) / STATE_FILENAME
+
+
+def read_state(state_file: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """The saved originals, {uuid: entry}; {} when there is no state file."""
+    return read_state_at(Path(state_file) if state_file is not None else default_state_file())
+
+
+def read_state_at(path: Path) -> dict[str, dict[str, Any]]:
+    """The entries of the state file at ``path``; ConfigError when it is not one."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read the GPU state file {path}: {exc.strerror}") from exc
+    try:
+        data = json.loads(text)
+        gpus = data["gpus"]
+        if not isinstance(gpus, dict):
+            raise TypeError("'gpus' is not an object")
+        entries = {str(k): dict(v) for k, v in gpus.items()}
+        for entry in entries.values():
+            entry["original_limit_w"] = float(entry["original_limit_w"])
+        return entries
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path} is not a greenml GPU state file ({exc})") from exc
+
+
+def write_state(path: Path, gpus: dict[str, dict[str, Any]]) -> None:
+    """Atomically replace the state file; remove it when nothing is left to restore."""
+    try:
+        if not gpus:
+            path.unlink(missing_ok=True)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"version": 1, "gpus": gpus}, indent=2) + "\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the GPU state file {path}: {exc.strerror}") from exc
+
+
+# flock conflicts between two descriptors of one process: a SIGTERM handler that
+# restores while the main thread holds the lock must not wait for itself.
+_process_lock = threading.RLock()
+_depth = 0
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive lock next to ``path`` (ranks of one machine share the state file).
+
+    Re-entrant within a process; across processes an ``flock`` on a lock file.
+    """
+    global _depth
+    with _process_lock:
+        if _depth:
+            _depth += 1
+            try:
+                yield
+            finally:
+                _depth -= 1
+            return
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: one process per machine is assumed
+            fcntl = None  # type: ignore[assignment]
+        fd = -1
+        try:
+            if fcntl is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            if fd >= 0:
+                os.close(fd)
+            raise ConfigError(f"cannot lock the GPU state file {path}: {exc.strerror}") from exc
+        _depth = 1
+        try:
+            yield
+        finally:
+            _depth = 0
+            if fd >= 0:
+                os.close(fd)
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    """What :func:`restore_from_state` did: restored {uuid: W}, and UUIDs not found here."""
+
+    state_file: str
+    restored: dict[str, float]
+    missing: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def restore_from_state(
+    state_file: str | Path | None = None, *, nvml: Any | None = None
+) -> RestoreResult:
+    """Restore every GPU listed in the state file (after a crash); the file is cleared.
+
+    GPUs of the file that this machine does not have stay in it.
+
+    Raises:
+        ConfigError: The state file is unreadable.
+        SensorUnavailable: NVML cannot be opened.
+        PowerLimitPermissionError: Not root / CAP_SYS_ADMIN.
+    """
+    from greenml.errors import SensorUnavailable
+    from greenml.optimize.gpu_control import load_nvml, set_limit_by_handle
+
+    path = Path(state_file) if state_file is not None else default_state_file()
+    restored: dict[str, float] = {}
+    if not path.exists():  # nothing saved: create no folder and no lock file
+        return RestoreResult(str(path), {}, [])
+    with locked(path):
+        saved = read_state_at(path)
+        if not saved:
+            return RestoreResult(str(path), {}, [])
+        nvml = load_nvml(nvml)
+        try:
+            nvml.nvmlInit()
+        except nvml.NVMLError as exc:
+            raise SensorUnavailable(f"NVML unavailable: {exc}") from exc
+        try:
+            for uuid, entry in list(saved.items()):
+                try:
+                    handle = nvml.nvmlDeviceGetHandleByUUID(uuid)
+                except nvml.NVMLError_NotFound:
+                    continue
+                original = float(entry["original_limit_w"])
+                who = f"{uuid} ({entry.get('name', 'GPU')})"
+                set_limit_by_handle(nvml, handle, original, who, uuid, None)
+                restored[uuid] = original
+                del saved[uuid]
+        finally:
+            write_state(path, saved)
+            with contextlib.suppress(Exception):
+                nvml.nvmlShutdown()
+    return RestoreResult(str(path), restored, sorted(saved))

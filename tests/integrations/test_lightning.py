@@ -1,0 +1,82 @@
+"""A real Lightning Trainer (CPU, tiny model) with the greenml callback on a fake V100."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+pl = pytest.importorskip("pytorch_lightning")
+torch = pytest.importorskip("torch")
+
+from greenml.integrations.lightning import GreenmlCallback  # noqa: E402
+from greenml.meter import Meter  # noqa: E402
+from tests.fakes.fake_pynvml import FakeNvml  # noqa: E402
+from tests.optimize.fake_gpus import expected_choice, v100_curve  # noqa: E402
+
+BATCHES_PER_EPOCH, EPOCHS = 12, 3
+
+
+class Tiny(pl.LightningModule):  # type: ignore[misc,name-defined]
+    """A linear regression whose steps run on the fake GPU (the clock moves by its step time)."""
+
+    def __init__(self, nvml: FakeNvml, fail_at: int | None = None) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+        self.nvml, self.fail_at = nvml, fail_at
+
+    def training_step(self, batch: Any, batch_idx: int) -> Any:
+        if self.fail_at is not None and self.global_step >= self.fail_at:
+            raise RuntimeError("loss is nan")
+        self.nvml.run_step()
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+
+    def configure_optimizers(self) -> Any:
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+def fit(model: Tiny, callback: GreenmlCallback) -> None:
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(*(torch.randn(4 * BATCHES_PER_EPOCH, n) for n in (4, 1)))
+    trainer = pl.Trainer(
+        max_epochs=EPOCHS, accelerator="cpu", devices=1, callbacks=[callback], logger=False,
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+    )  # fmt: skip
+    logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)
+    trainer.fit(model, torch.utils.data.DataLoader(data, batch_size=4))
+
+
+def test_windows_per_step_and_epoch_and_a_tuned_limit(
+    nvml: FakeNvml, meter: Meter, tuning: dict[str, Any]
+) -> None:
+    callback = GreenmlCallback(meter, power_limit=tuning)
+    fit(Tiny(nvml), callback)
+    steps = [m for m in callback.measurements if m.name == "step"]
+    epochs = [m for m in callback.measurements if m.name == "epoch"]
+    assert len(steps) == BATCHES_PER_EPOCH * EPOCHS and len(epochs) == EPOCHS
+    assert all(m.energy_of("gpu") > 0 and m.components["gpu"].method == "counter" for m in steps)
+    assert sum(m.total_j for m in epochs) == pytest.approx(sum(m.total_j for m in steps), rel=1e-6)
+    chosen = expected_choice(0.5)
+    optimizer = callback.optimizer
+    assert optimizer is not None and optimizer.chosen is not None
+    assert optimizer.chosen.power_limit_w == chosen == 175.0
+    assert ("GPU-v100-aaaa-0000", chosen) in nvml.set_calls  # applied on the fake NVML ...
+    power_w, step_s = next((p, t) for w, p, t in v100_curve() if w == chosen)
+    last = steps[-1]  # ... and kept: the last steps ran at it
+    assert last.duration_s == pytest.approx(step_s) and last.total_j == pytest.approx(
+        power_w * step_s, abs=2e-3
+    )
+    assert nvml.gpus[0].power_limit_w == 250.0 and optimizer.phase == "closed"  # restored
+
+
+def test_a_failing_run_restores_the_limit(
+    nvml: FakeNvml, meter: Meter, tuning: dict[str, Any]
+) -> None:
+    callback = GreenmlCallback(meter, power_limit=tuning)
+    with pytest.raises(RuntimeError, match="loss is nan"):
+        fit(Tiny(nvml, fail_at=5), callback)
+    assert [w for _, w in nvml.set_calls][:3] == [250.0, 250.0, 225.0]  # it was profiling
+    assert nvml.gpus[0].power_limit_w == 250.0
+    assert len([m for m in callback.measurements if m.name == "step"]) == 5
