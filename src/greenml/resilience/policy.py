@@ -130,3 +130,13 @@ class Adaptive:
 
     def record_interruption(self) -> None:
         self._alpha += 1.0
+
+    def state_dict(self) -> dict[str, float]:
+        """The online estimates, to keep in a checkpoint across restarts."""
+        return {"cost_s": self.cost_s, "alpha": self._alpha, "beta_h": self._beta_h}
+
+    def load_state_dict(self, state: dict[str, float]) -> None:
+        """Resume the estimates saved by :meth:`state_dict`."""
+        self.cost_s = float(state["cost_s"])
+        self._alpha = float(state["alpha"])
+        self._beta_h = float(state["beta_h"])

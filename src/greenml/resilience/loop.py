@@ -1,0 +1,184 @@
+"""A preemption-safe plain training loop: ``for step in resilient_steps(...)``.
+
+::
+
+    ckpt = Checkpointer("checkpoints/", keep=3)
+    for step in resilient_steps(10_000, ckpt, model=model, optimizer=opt,
+                                scheduler=sched, generator=data_gen,
+                                policy=Adaptive(30.0, 0.041), notices="aws"):
+        loss = train_step(next_batch(step))
+
+The generator resumes from the newest valid checkpoint (restoring the model,
+optimizer, scheduler, scaler, data position and every RNG), yields the index
+of each step still to run, checkpoints at step boundaries when the policy's
+interval of work has passed, and after SIGTERM, SIGUSR1 or a termination
+notice takes an emergency checkpoint at the next boundary and exits with
+:data:`~greenml.resilience.signals.EXIT_REQUEUE` (75). A last checkpoint marks
+the run finished, so running a finished job again yields nothing.
+
+Exact resume needs the data to be a function of the restored state: draw
+batches with the given ``generator``, or keep the position in ``data_state``
+(or a stateful sampler), and do not consume random numbers outside the loop
+body between steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from greenml.errors import ConfigError
+from greenml.resilience.checkpointer import Checkpointer
+from greenml.resilience.notices import NoticeSource
+from greenml.resilience.policy import IntervalPolicy
+from greenml.resilience.session import Session
+from greenml.resilience.signals import BUDGET_SIGNAL_S, EXIT_REQUEUE, InterruptGuard
+from greenml.resilience.state import TrainingState
+
+log = logging.getLogger("greenml")
+
+
+def resilient_steps(
+    total_steps: int,
+    checkpointer: Checkpointer,
+    *,
+    model: Any = None,
+    optimizer: Any = None,
+    scheduler: Any = None,
+    scaler: Any = None,
+    generator: Any = None,
+    sampler: Any = None,
+    data_state: dict[str, Any] | None = None,
+    state: TrainingState | None = None,
+    steps_per_epoch: int | None = None,
+    policy: IntervalPolicy | None = None,
+    guard: InterruptGuard | None = None,
+    handle_signals: bool = True,
+    budget_s: float = BUDGET_SIGNAL_S,
+    notices: str | NoticeSource | None = None,
+    notice_interval_s: float = 5.0,
+    exit_code: int | None = EXIT_REQUEUE,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[int]:
+    """Yield the steps still to run, with checkpoints, resume and interruption handling.
+
+    Args:
+        total_steps: Steps of the whole run.
+        checkpointer: Where checkpoints go and come from.
+        model, optimizer, scheduler, scaler, generator, sampler, data_state:
+            The objects to save and restore (see :class:`TrainingState`).
+        state: A ready :class:`TrainingState` instead of the objects.
+        steps_per_epoch: To record the epoch (``step // steps_per_epoch``).
+        policy: When to checkpoint (default: every 30 minutes of work).
+        guard: An installed :class:`InterruptGuard` to share; one is made otherwise.
+        handle_signals: False to leave SIGTERM/SIGUSR1 alone.
+        budget_s: The emergency budget after a signal.
+        notices: ``"aws"`` or ``"gcp"`` (or a source) to poll termination notices.
+        notice_interval_s: Seconds between two polls.
+        exit_code: Exit status after an emergency checkpoint; None to just stop.
+        clock: Monotonic seconds used to count work.
+
+    Raises:
+        ConfigError: Bad arguments, or a checkpoint from another model.
+        CheckpointError: A checkpoint could not be written (training stops).
+    """
+    objects = (model, optimizer, scheduler, scaler, generator, sampler, data_state)
+    if state is None:
+        state = TrainingState(model, optimizer, scheduler, scaler, generator, sampler, data_state)
+    elif any(obj is not None for obj in objects):
+        raise ConfigError("give either state= or the objects (model=, optimizer=, …), not both")
+    if total_steps < 0:
+        raise ConfigError(f"total_steps must be >= 0, not {total_steps}")
+    if steps_per_epoch is not None and steps_per_epoch < 1:
+        raise ConfigError(f"steps_per_epoch must be >= 1, not {steps_per_epoch}")
+    session = Session(
+        policy,
+        guard=guard,
+        handle_signals=handle_signals,
+        budget_s=budget_s,
+        notices=notices,
+        notice_interval_s=notice_interval_s,
+        exit_code=exit_code,
+        clock=clock,
+    )
+    runner = _Runner(checkpointer, state, session, total_steps, steps_per_epoch)
+    session.start()
+    try:
+        yield from runner.run()
+    finally:
+        session.stop()
+
+
+class _Runner:
+    def __init__(
+        self,
+        checkpointer: Checkpointer,
+        state: TrainingState,
+        session: Session,
+        total_steps: int,
+        steps_per_epoch: int | None,
+    ) -> None:
+        self.checkpointer = checkpointer
+        self.state = state
+        self.session = session
+        self.total_steps = total_steps
+        self.steps_per_epoch = steps_per_epoch
+        self.last_saved: int | None = None
+
+    def epoch(self, step: int) -> int:
+        return step // self.steps_per_epoch if self.steps_per_epoch else 0
+
+    def run(self) -> Iterator[int]:
+        step = self.resume()
+        cadence = self.session.cadence
+        while True:
+            if self.session.interrupted:
+                self.emergency(step)
+                return
+            if step >= self.total_steps:
+                break
+            yield step
+            step += 1
+            if not self.session.interrupted and step < self.total_steps and cadence.due():
+                self.save(step, "periodic")
+        if self.last_saved != step:
+            self.save(step, "final")
+        self.checkpointer.wait()
+
+    def resume(self) -> int:
+        loaded = self.checkpointer.load_latest()
+        if loaded is None:
+            self.session.cadence.restart()
+            return 0
+        step, _epoch = self.state.restore(loaded.state)
+        self.last_saved = step
+        unfinished = step < self.total_steps
+        self.session.cadence.resumed(loaded.info.extra, interrupted=unfinished)
+        log.info(
+            "resumed from %s (step %d of %d, %s checkpoint)",
+            loaded.info.url,
+            step,
+            self.total_steps,
+            loaded.info.reason,
+        )
+        return step
+
+    def save(self, step: int, reason: str) -> None:
+        cadence = self.session.cadence
+        cadence.save_starting()
+        payload = self.state.collect(step=step, epoch=self.epoch(step))
+        self.checkpointer.save(
+            payload, step=step, epoch=self.epoch(step), reason=reason, extra=cadence.extra()
+        )
+        cadence.save_done()
+        self.last_saved = step
+
+    def emergency(self, step: int) -> None:
+        saved = self.last_saved != step
+        if saved:
+            self.session.check_budget()
+            self.save(step, "emergency")
+        self.checkpointer.wait()  # an asynchronous save must be on storage before exiting
+        self.session.finish(step, saved)
