@@ -45,6 +45,7 @@ class RunOptions:
     include_hostname: bool = True
     wait_for_store: bool = False  # True: store the run before returning (needed for its record)
     accounting: AccountingOptions | None = None  # location, PUE, prices, instance
+    extra: Callable[[], dict[str, Any]] | None = None  # more record blocks, asked for at the end
 
 
 @dataclass
@@ -147,9 +148,10 @@ def run_measured(
     if progress is not None:
         blocks = {**blocks, "progress": progress}
     status = "completed" if code == 0 else "failed"
+    extra = {**options.extra(), **blocks} if options.extra is not None else blocks
     record = recorder.finish(
         measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes,
-        wait_for_store=options.wait_for_store, extra=blocks, windows=tracker.windows,
+        wait_for_store=options.wait_for_store, extra=extra, windows=tracker.windows,
     )  # fmt: skip
     return RunResult(
         exit_code=code,

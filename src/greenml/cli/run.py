@@ -61,6 +61,43 @@ def accounting_options(f: Any) -> Any:
     return f
 
 
+_WHEN_OPTIONS = (
+    click.option(
+        "--when",
+        type=click.Choice(["now", "green"]),
+        default="now",
+        show_default=True,
+        help="green: wait for the lowest-carbon start before --deadline (with --zone, "
+        "--region or --intensity-trace).",
+    ),
+    click.option(
+        "--deadline", metavar="TIME", help="--when green: finish by then (ISO 8601 with Z, or +8h)."
+    ),
+    click.option(
+        "--duration",
+        metavar="DURATION",
+        help="--when green: how long COMMAND runs (90m, 4h); default: the last run of --name.",
+    ),
+    click.option(
+        "--earliest-start", metavar="TIME", help="--when green: not before then (default: now)."
+    ),
+    click.option(
+        "--interruptible",
+        is_flag=True,
+        help="--when green: pause COMMAND (SIGSTOP/SIGCONT) between planned chunks.",
+    ),
+    click.option("--min-chunk", metavar="DURATION", help="--interruptible: shortest piece (30m)."),
+    click.option("--max-pieces", type=int, metavar="N", help="--interruptible: at most N pieces."),
+)
+
+
+def when_options(f: Any) -> Any:
+    """``--when green`` and the job it plans (deadline, duration, interruption)."""
+    for option in reversed(_WHEN_OPTIONS):
+        f = option(f)
+    return f
+
+
 if TYPE_CHECKING:
     from greenml.meter import Meter
     from greenml.projection import Projection
@@ -102,6 +139,7 @@ if TYPE_CHECKING:
 @click.option("--no-hostname", is_flag=True, help="Do not record the host name.")
 @click.option("-q", "--quiet", is_flag=True, help="No live status line and no summary.")
 @accounting_options
+@when_options
 @click.argument(
     "command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="COMMAND [ARGS]"
 )
@@ -117,6 +155,13 @@ def run(
     no_hostname: bool,
     quiet: bool,
     command: tuple[str, ...],
+    when: str,
+    deadline: str | None,
+    duration: str | None,
+    earliest_start: str | None,
+    interruptible: bool,
+    min_chunk: str | None,
+    max_pieces: int | None,
     **accounting: Any,
 ) -> None:
     """Run COMMAND, measure its energy, save the run, and exit with COMMAND's exit code."""
@@ -139,16 +184,35 @@ def run(
         wait_for_store=json_path is not None,
         accounting=AccountingOptions(**accounting),
     )
+    green = None
+    planned = (deadline, duration, earliest_start, min_chunk, max_pieces)
+    if when == "green" or interruptible or any(v is not None for v in planned):
+        from greenml.cli.wait import GreenRequest, start_green
+
+        request = GreenRequest(
+            when=when, deadline=deadline, duration=duration, earliest_start=earliest_start,
+            interruptible=interruptible, min_chunk=min_chunk, max_pieces=max_pieces, name=name,
+            db_url=db_url, zone=accounting.get("zone"), region=accounting.get("region"),
+            intensity_trace=accounting.get("intensity_trace"),
+            intensity_provider=accounting.get("intensity_provider"),
+        )  # fmt: skip
+        green = start_green(request, options, quiet=quiet)  # checks, plans, waits (countdown)
+        green.attach(options)  # the plan goes into the run record
     live = None if quiet or not sys.stderr.isatty() else _LiveLine()
+    on_tick = live.update if live else None
     result = run_measured(
         options,
-        on_tick=live.update if live else None,
+        on_tick=green.tick(on_tick) if green else on_tick,
         on_progress=live.progress if live else None,
     )
     if live:
         live.clear()
+    if green is not None:
+        green.finish()
     if not quiet:
         _summarize(result)
+        if green is not None:
+            green.summarize()
     if result.store_error:
         kept = (
             f"; kept in {result.spooled}, stored when the database answers"
@@ -244,6 +308,7 @@ def _unsaved_record(options: RunOptions, result: RunResult) -> dict[str, Any]:
         "environment": {},
         "tags": options.tags,
         **result.accounting,
+        **(options.extra() if options.extra is not None else {}),
         "saved": False,
         "store_error": result.store_error,
     }
