@@ -8,22 +8,7 @@ from typing import Any
 import click
 
 from greenml.cli import render
-from greenml.cli.options import db_option
-from greenml.errors import ConfigError
-
-
-def parse_share(text: str, what: str) -> float:
-    """``15%``, ``15`` or ``0.15`` → 0.15; ConfigError otherwise."""
-    raw = text.strip()
-    try:
-        value = float(raw.rstrip("%"))
-    except ValueError:
-        raise ConfigError(f"{what} must be a percentage like 15%, not {text!r}") from None
-    if raw.endswith("%") or value > 1:
-        value /= 100.0
-    if not 0 <= value <= 1:
-        raise ConfigError(f"{what} must be between 0% and 100%, not {text!r}")
-    return value
+from greenml.cli.options import db_option, parse_share
 
 
 @click.command()

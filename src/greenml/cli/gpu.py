@@ -67,7 +67,7 @@ def power_plan(
     as_json: bool,
 ) -> None:
     """The power-limit optimizer's plan for these GPUs; nothing is set."""
-    from greenml.cli.diagnose import parse_share
+    from greenml.cli.options import parse_share
     from greenml.optimize.power_limit import PowerLimitOptimizer
 
     slowdown = parse_share(max_slowdown, "--max-slowdown") if max_slowdown else None
@@ -182,7 +182,7 @@ def straggler_sim(
     wait_power_w: float, slow: tuple[str, ...], then: tuple[str, ...], seeds: int, as_json: bool,
 ) -> None:  # fmt: skip
     """Simulate straggler-aware power limits against all GPUs at their highest limit."""
-    from greenml.cli.diagnose import parse_share
+    from greenml.cli.options import parse_share
     from greenml.optimize.straggler_sim import SimConfig, simulate_seeds
 
     phases: list[tuple[float, dict[int, float]]] = [

@@ -9,6 +9,7 @@ import click
 
 from greenml.cli import render
 from greenml.cli.emit_options import cloud_infra, emit_options, write_emit
+from greenml.cli.options import parse_share
 from greenml.errors import ConfigError
 
 
@@ -90,7 +91,11 @@ def job(**opts: Any) -> None:
                  for c in candidates}  # fmt: skip
     price_sources = {c: _price(files) for c, files in prices.items()}
     weight = 1.0 if opts["carbon_weight"] is None else opts["carbon_weight"]
-    cap = _share(opts["max_cost_increase"]) if opts["max_cost_increase"] else None
+    cap = (
+        parse_share(opts["max_cost_increase"], "--max-cost-increase", at_most=None)
+        if opts["max_cost_increase"]
+        else None
+    )
     if cap is not None and opts["carbon_weight"] is not None:
         raise ConfigError("give --carbon-weight or --max-cost-increase, not both")
     plan = plan_job(
@@ -151,20 +156,6 @@ def _duration(text: str, what: str, parse: Any) -> float:
         raise ConfigError(f"{what} must be longer than zero, not {text!r}")
     seconds: float = parse(text, what)
     return seconds
-
-
-def _share(text: str) -> float:
-    """``10%``, ``10`` or ``0.1`` → 0.1 (≥ 0)."""
-    raw = text.strip()
-    try:
-        value = float(raw.rstrip("%"))
-    except ValueError:
-        raise ConfigError(f"--max-cost-increase must be a percentage, not {text!r}") from None
-    if raw.endswith("%") or value > 1:
-        value /= 100.0
-    if not value >= 0:
-        raise ConfigError(f"--max-cost-increase must be 0% or more, not {text!r}")
-    return value
 
 
 def _assign(items: tuple[str, ...], candidates: list[str], what: str) -> dict[str, list[str]]:

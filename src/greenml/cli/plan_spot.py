@@ -9,6 +9,7 @@ import click
 
 from greenml.cli import render
 from greenml.cli.emit_options import cloud_infra, emit_options, write_emit
+from greenml.cli.options import parse_share
 from greenml.errors import ConfigError
 from greenml.timeparse import parse_duration_s, parse_instant
 
@@ -75,7 +76,7 @@ def spot(**opts: Any) -> None:
         weekend_factor=weekend,
         rate_source=rate_source,
         deadline_s=deadline_s,
-        confidence=_share(opts["confidence"]),
+        confidence=parse_share(opts["confidence"], "--confidence"),
         trials=opts["trials"],
         seed=opts["seed"],
     )
@@ -103,22 +104,13 @@ def _notice_s(text: str) -> float:
     return NOTICE_S[key] if key in NOTICE_S else parse_duration_s(text, "--notice")
 
 
-def _share(text: str) -> float:
-    raw = text.strip()
-    try:
-        value = float(raw.rstrip("%"))
-    except ValueError:
-        raise ConfigError(f"{text!r} is not a share like 95% or 0.95") from None
-    return value / 100.0 if raw.endswith("%") or value > 1 else value
-
-
 def _rate(opts: dict[str, Any]) -> tuple[float, float, str]:
     from greenml.resilience.interval import interruption_rate
 
     if opts["interruption_rate"] and opts["gpu"]:
         raise ConfigError("give --gpu or --interruption-rate, not both")
     if opts["interruption_rate"]:
-        rate = _share(opts["interruption_rate"])
+        rate = parse_share(opts["interruption_rate"], "--interruption-rate")
         weekend = opts["weekend_factor"] if opts["weekend_factor"] is not None else 1.0
         return rate, weekend, "given (--interruption-rate)"
     if opts["gpu"]:

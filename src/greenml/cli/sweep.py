@@ -71,7 +71,7 @@ def _etas(text: str) -> list[float]:
 
 
 def _share(text: str) -> float:
-    from greenml.cli.diagnose import parse_share
+    from greenml.cli.options import parse_share
 
     return parse_share(text, "--loss-tolerance")
 
