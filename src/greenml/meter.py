@@ -212,7 +212,8 @@ class Meter:
             raise WindowError(f"window {name!r} was not begun")
         if sync_execution:
             self._sync()
-        measurement = self._measure(name, begin, self._clock(), self._read_counters())
+        counters = self._read_counters()  # then the clock: the window spans what they counted
+        measurement = self._measure(name, begin, self._clock(), counters)
         if self._publish:
             _publish(measurement)
         return measurement
@@ -222,7 +223,8 @@ class Meter:
         begin = self._windows.get(name)
         if begin is None:
             raise WindowError(f"window {name!r} is not open")
-        return self._measure(name, begin, self._clock(), self._read_counters())
+        counters = self._read_counters()
+        return self._measure(name, begin, self._clock(), counters)
 
     @contextmanager
     def window(self, name: str, sync_execution: bool = True) -> Iterator[WindowHandle]:
