@@ -1,0 +1,107 @@
+"""Serving: energy per request, response and semantic caches, dynamic batching.
+
+Imported lazily (numpy, redis and torch only load when used)::
+
+    from greenml.serve import RequestMeter, EnergyMiddleware
+    rm = RequestMeter()                        # opens a Meter, samples at 10 Hz
+    app.add_middleware(EnergyMiddleware, request_meter=rm)
+    print(rm.report().to_dict())               # J per request per route, idle apart
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "Attribution": "greenml.serve.attribution",
+    "attribute_energy": "greenml.serve.attribution",
+    "RequestMeter": "greenml.serve.requests",
+    "ServingReport": "greenml.serve.requests",
+    "RouteEnergy": "greenml.serve.requests",
+    "SettledRequest": "greenml.serve.requests",
+    "EnergyMiddleware": "greenml.serve.middleware",
+    "measure_request": "greenml.serve.decorator",
+    "RequestMetrics": "greenml.serve.metrics",
+    "export_request_metrics": "greenml.serve.metrics",
+    "cache_key": "greenml.serve.cache_keys",
+    "JsonCodec": "greenml.serve.codec",
+    "BytesCodec": "greenml.serve.codec",
+    "MemoryBackend": "greenml.serve.cache_memory",
+    "RedisBackend": "greenml.serve.cache_redis",
+    "CacheStats": "greenml.serve.cache_stats",
+    "Hit": "greenml.serve.response_cache",
+    "ResponseCache": "greenml.serve.response_cache",
+    "SemanticCache": "greenml.serve.semantic_cache",
+    "ExactIndex": "greenml.serve.vector_index",
+    "FaissIndex": "greenml.serve.faiss_index",
+    "MiniLMEmbedder": "greenml.serve.embeddings",
+    "HashingEmbedder": "greenml.serve.embeddings",
+    "DynamicBatcher": "greenml.serve.batching",
+    "BatchCurve": "greenml.serve.batch_curve",
+    "batch_curve": "greenml.serve.batch_curve",
+    "measure_batch_curve": "greenml.serve.batch_curve",
+    "recommend_batch": "greenml.serve.batch_curve",
+}
+
+__all__ = [
+    "Attribution",
+    "BatchCurve",
+    "BytesCodec",
+    "CacheStats",
+    "DynamicBatcher",
+    "EnergyMiddleware",
+    "ExactIndex",
+    "FaissIndex",
+    "HashingEmbedder",
+    "Hit",
+    "JsonCodec",
+    "MemoryBackend",
+    "MiniLMEmbedder",
+    "RedisBackend",
+    "RequestMeter",
+    "RequestMetrics",
+    "ResponseCache",
+    "RouteEnergy",
+    "SemanticCache",
+    "ServingReport",
+    "SettledRequest",
+    "attribute_energy",
+    "batch_curve",
+    "cache_key",
+    "export_request_metrics",
+    "measure_batch_curve",
+    "measure_request",
+    "recommend_batch",
+]
+
+if TYPE_CHECKING:
+    from greenml.serve.attribution import Attribution, attribute_energy
+    from greenml.serve.batch_curve import (
+        BatchCurve,
+        batch_curve,
+        measure_batch_curve,
+        recommend_batch,
+    )
+    from greenml.serve.batching import DynamicBatcher
+    from greenml.serve.cache_keys import cache_key
+    from greenml.serve.cache_memory import MemoryBackend
+    from greenml.serve.cache_redis import RedisBackend
+    from greenml.serve.cache_stats import CacheStats
+    from greenml.serve.codec import BytesCodec, JsonCodec
+    from greenml.serve.decorator import measure_request
+    from greenml.serve.embeddings import HashingEmbedder, MiniLMEmbedder
+    from greenml.serve.faiss_index import FaissIndex
+    from greenml.serve.metrics import RequestMetrics, export_request_metrics
+    from greenml.serve.middleware import EnergyMiddleware
+    from greenml.serve.requests import RequestMeter, RouteEnergy, ServingReport, SettledRequest
+    from greenml.serve.response_cache import Hit, ResponseCache
+    from greenml.serve.semantic_cache import SemanticCache
+    from greenml.serve.vector_index import ExactIndex
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'greenml.serve' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

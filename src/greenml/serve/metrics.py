@@ -1,0 +1,132 @@
+"""Prometheus metrics of a RequestMeter, on any CollectorRegistry (the exporter's too).
+
+- ``greenml_request_energy_joules`` (histogram): energy per request, per route;
+- ``greenml_requests_total`` (counter): requests finished, per route;
+- ``greenml_serving_idle_energy_joules_total`` (counter): energy while no
+  request was in flight (never charged to a request).
+
+Labels follow :mod:`greenml.exporter.collector`: ``host``, ``greenml_job`` and
+``method`` (how the energy was obtained: ``power-integrated`` or
+``estimated``), plus ``route`` (``GET /items/{item_id}``). Wh per 1,000
+requests in PromQL: ``rate(..._sum[5m]) / rate(..._count[5m]) * 1000 / 3600``.
+
+A scrape settles the finished requests first, so the figures are as fresh as
+the last power sample. With the exporter, ``export_request_metrics(rm,
+exporter)`` puts them on the exporter's own ``/metrics``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import socket
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from greenml.serve.requests import RequestMeter, SettledRequest
+
+ENERGY_METRIC = "greenml_request_energy_joules"
+REQUESTS_METRIC = "greenml_requests"  # exposed as greenml_requests_total
+IDLE_METRIC = "greenml_serving_idle_energy_joules"  # exposed with _total
+# 10 mJ (a tiny CPU request) to 10 kJ (a long generation on 8 GPUs)
+DEFAULT_BUCKETS_J = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 10000.0)
+
+
+class RequestMetrics:
+    """A Prometheus collector over a RequestMeter.
+
+    Args:
+        request_meter: The source of the figures.
+        buckets_j: Upper bounds of the energy histogram, in joules.
+        job: Value of the ``greenml_job`` label.
+        host: Value of the ``host`` label (default: this machine's hostname).
+        settle_on_scrape: Settle finished requests at every scrape.
+    """
+
+    def __init__(
+        self,
+        request_meter: RequestMeter,
+        *,
+        buckets_j: Sequence[float] = DEFAULT_BUCKETS_J,
+        job: str = "",
+        host: str | None = None,
+        settle_on_scrape: bool = True,
+    ) -> None:
+        self.request_meter = request_meter
+        self._bounds = sorted(float(b) for b in buckets_j)
+        self._host = host or socket.gethostname()
+        self._job = job
+        self._settle = settle_on_scrape
+        self._lock = threading.Lock()
+        # route → [bucket counts ..., +Inf count, sum]
+        self._hist: dict[str, list[float]] = {}
+        request_meter.add_listener(self._observe)
+
+    def _observe(self, request: SettledRequest) -> None:
+        with self._lock:
+            row = self._hist.get(request.route)
+            if row is None:
+                row = self._hist[request.route] = [0.0] * (len(self._bounds) + 2)
+            row[bisect.bisect_left(self._bounds, request.energy_j)] += 1
+            row[-1] += request.energy_j
+
+    def register(self, target: Any) -> RequestMetrics:
+        """Register on a CollectorRegistry, or on an Exporter's (``exporter.registry``)."""
+        registry = getattr(target, "registry", target)
+        registry.register(self)
+        return self
+
+    def describe(self) -> list[Any]:
+        """No up-front description: registering must not trigger a collect."""
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        """The metric families, after settling what the samples cover."""
+        from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+
+        rm = self.request_meter
+        if self._settle:
+            rm.settle()
+        method = rm.method
+        base = (self._host, self._job)
+        hist = HistogramMetricFamily(
+            ENERGY_METRIC,
+            "Energy per request (J), its time-overlap share of sampled power.",
+            labels=("host", "greenml_job", "route", "method"),
+        )
+        with self._lock:
+            rows = {route: list(row) for route, row in self._hist.items()}
+        for route, row in sorted(rows.items()):
+            cumulative, running = [], 0.0
+            for bound, count in zip([*self._bounds, float("inf")], row[:-1], strict=True):
+                running += count
+                cumulative.append((_le(bound), running))
+            hist.add_metric([*base, route, method], cumulative, sum_value=row[-1])
+        requests = CounterMetricFamily(
+            REQUESTS_METRIC, "Requests finished.", labels=("host", "greenml_job", "route")
+        )
+        for route, count in sorted(rm.finished_counts().items()):
+            requests.add_metric([*base, route], float(count))
+        idle = CounterMetricFamily(
+            IDLE_METRIC,
+            "Energy while no request was in flight (J), charged to none.",
+            labels=("host", "greenml_job", "method"),
+        )
+        idle.add_metric([*base, method], rm.idle_energy_j())
+        yield from (hist, requests, idle)
+
+
+def export_request_metrics(
+    request_meter: RequestMeter, target: Any, **options: Any
+) -> RequestMetrics:
+    """Expose a RequestMeter's metrics on ``target``: an Exporter or a CollectorRegistry.
+
+    ``options`` go to :class:`RequestMetrics` (``job``, ``host``, ``buckets_j`` ...).
+    """
+    return RequestMetrics(request_meter, **options).register(target)
+
+
+def _le(bound: float) -> str:
+    if bound == float("inf"):
+        return "+Inf"
+    return repr(bound) if bound != int(bound) else f"{bound:.1f}"

@@ -1,0 +1,336 @@
+"""Nearest cached prompt by cosine similarity: exact with NumPy, or approximate with FAISS.
+
+:class:`ExactIndex` keeps normalized float32 rows in a preallocated matrix and
+returns the same answer as one matmul and an argmax over every row. To stay
+fast at 100k rows, whose matrix (150 MB at 384 dimensions) takes far longer
+to read than a lookup may last, it first discards the rows that *provably*
+cannot reach the threshold, using a 1-bit sign code per dimension:
+
+    for unit vectors, q·x ≥ τ  ⇒  ‖q − x‖² ≤ 2 − 2τ.
+    Where the signs of q_i and x_i differ (h places), |q_i − x_i| = |q_i| + |x_i|,
+    so by Cauchy–Schwarz ‖q − x‖² ≥ (ℓq(h) + ℓx(h))² / h, ℓ_v(h) being the sum
+    of the h smallest |v_i|. ℓq is exact per query; ℓx(h) ≥ a_x + b_x·h, the
+    tangent of that convex sequence at h = 0.4·dim: two floats per row.
+
+A row survives when max(0, ℓq(h) + a_x + b_x·h)² / h ≤ 2 − 2τ (plus a margin for float32
+rounding). The survivors are tested again in a second, randomly rotated basis
+(a rotation keeps ‖q − x‖, so the bound holds there too, with other signs),
+and only what survives both is scored; when too many survive (a low
+threshold), every row is. The bounds never discard a row at or above the
+threshold, so the result is exact; only its speed depends on the data.
+
+:class:`greenml.serve.faiss_index.FaissIndex` (HNSW, approximate) is the
+option beyond ~100k entries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from greenml.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
+
+ROUNDING_MARGIN = 1e-4  # ≫ float32 error of unit-vector sums, ≪ any useful threshold gap
+FULL_SCAN_SHARE = 1 / 16  # score every row when more survive the bound
+SMALL = 2048  # below this many rows a plain matmul is as fast
+
+
+class VectorIndex(Protocol):
+    """What the semantic cache needs from an index."""
+
+    exact: bool
+    dim: int
+
+    def __len__(self) -> int: ...
+
+    def add(self, key: str, vector: Vectors) -> None:
+        """Insert or replace ``key``."""
+        ...
+
+    def add_many(self, keys: Sequence[str], vectors: Any) -> None:
+        """Insert or replace several keys at once."""
+        ...
+
+    def remove(self, key: str) -> bool:
+        """Forget ``key``; False if absent."""
+        ...
+
+    def search(self, query: Vectors, threshold: float) -> tuple[str, float] | None:
+        """The most similar key with cosine ≥ threshold, and its cosine."""
+        ...
+
+
+def check_threshold(threshold: float) -> float:
+    """``threshold`` if it lies in (0, 1]; ConfigError otherwise."""
+    if not (0.0 < threshold <= 1.0):
+        raise ConfigError(f"the similarity threshold must be in (0, 1], got {threshold}")
+    return threshold
+
+
+def normalized(vector: Any, dim: int) -> Vectors:
+    """A float32 unit vector; ConfigError for a wrong size, NaN or a zero vector."""
+    import numpy as np
+
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if v.shape[0] != dim:
+        raise ConfigError(f"expected a vector of {dim} dimensions, got {v.shape[0]}")
+    norm = float(np.linalg.norm(v))
+    if not math.isfinite(norm) or norm == 0.0:
+        raise ConfigError("cannot index a zero or non-finite vector")
+    out: Vectors = v / np.float32(norm)
+    return out
+
+
+class ExactIndex:
+    """Exact cosine search over a growing, preallocated float32 matrix (see the module doc).
+
+    Args:
+        dim: Vector size.
+        capacity: Rows allocated up front; doubled when full.
+        seed: Seed of the second basis' random rotation.
+    """
+
+    exact = True
+
+    def __init__(self, dim: int, capacity: int = 1024, *, seed: int = 0) -> None:
+        import numpy as np
+
+        if dim < 1 or capacity < 1:
+            raise ConfigError("an index needs dim >= 1 and capacity >= 1")
+        self.dim = dim
+        self._words = (dim + 63) // 64
+        self._h0 = max(1, round(0.4 * dim))  # about where random rows leave the bound
+        q, r = np.linalg.qr(np.random.default_rng(seed).standard_normal((dim, dim)))
+        self._rotation = (q * np.sign(np.diag(r))).astype(np.float32)  # Haar-distributed
+        self._keys: list[str | None] = []
+        self._slots: dict[str, int] = {}
+        self._free: list[int] = []
+        self._cap = 0
+        self._vecs: Any = None
+        self._codes: Any = None
+        self._codes2: Any = None
+        self._ab: Any = None
+        self._ab2: Any = None
+        self._grow(capacity)
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def _grow(self, capacity: int) -> None:
+        import numpy as np
+
+        n, words = len(self._keys), self._words
+        empty = np.array([[np.inf], [0.0]], dtype=np.float32)  # a = +inf: never a candidate
+        vecs = np.zeros((capacity, self.dim), dtype=np.float32)
+        codes = np.zeros((words, capacity), dtype=np.uint64)  # basis 1, by column
+        codes2 = np.zeros((capacity, words), dtype=np.uint64)  # basis 2, by row
+        ab, ab2 = np.tile(empty, (1, capacity)), np.tile(empty, (1, capacity))
+        if self._cap:
+            vecs[:n], codes[:, :n] = self._vecs[:n], self._codes[:, :n]
+            codes2[:n] = self._codes2[:n]
+            ab[:, :n], ab2[:, :n] = self._ab[:, :n], self._ab2[:, :n]
+        self._vecs, self._codes, self._codes2, self._ab, self._ab2 = vecs, codes, codes2, ab, ab2
+        self._h = np.zeros(capacity, dtype=np.uint16)
+        self._cnt = np.zeros(capacity, dtype=np.uint8)
+        self._tmp = np.zeros(capacity, dtype=np.uint64)
+        self._bound = np.zeros(capacity, dtype=np.float32)
+        self._looked_up = np.zeros(capacity, dtype=np.float32)
+        self._keep = np.zeros(capacity, dtype=bool)
+        self._cap = capacity
+
+    def _code(self, v: Vectors) -> Any:
+        """The sign bits of ``v`` (1 where v_i ≥ 0), padded with zeros, as uint64 words."""
+        import numpy as np
+
+        bits = np.zeros(self._words * 64, dtype=bool)
+        bits[: self.dim] = v >= 0
+        return np.packbits(bits).view(np.uint64)
+
+    def add(self, key: str, vector: Any) -> None:
+        """Insert or replace ``key`` with ``vector`` (normalized here)."""
+        self.add_many([key], normalized(vector, self.dim).reshape(1, -1))
+
+    def add_many(self, keys: Sequence[str], vectors: Any) -> None:
+        """Insert or replace several keys (one vectorized pass over their rows)."""
+        import numpy as np
+
+        rows = np.asarray(vectors, dtype=np.float32).reshape(len(keys), -1)
+        if rows.shape[1] != self.dim:
+            raise ConfigError(f"expected vectors of {self.dim} dimensions, got {rows.shape[1]}")
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        if not (np.isfinite(norms).all() and (norms > 0).all()):
+            raise ConfigError("cannot index a zero or non-finite vector")
+        rows = rows / norms
+        slots = np.array([self._slot(key) for key in keys], dtype=np.intp)
+        rotated = rows @ self._rotation.T if len(rows) > 1 else _dot(self._rotation, rows[0])[None]
+        self._vecs[slots] = rows
+        self._codes[:, slots] = self._codes_of(rows).T
+        self._codes2[slots] = self._codes_of(rotated)
+        self._ab[:, slots] = self._tangents(rows)
+        self._ab2[:, slots] = self._tangents(rotated)
+
+    def _slot(self, key: str) -> int:
+        slot = self._slots.get(key)
+        if slot is not None:
+            return slot
+        if self._free:
+            slot = self._free.pop()
+        else:
+            slot = len(self._keys)
+            if slot == self._cap:
+                self._grow(2 * self._cap)
+            self._keys.append(None)
+        self._slots[key] = slot
+        self._keys[slot] = key
+        return slot
+
+    def _codes_of(self, rows: Vectors) -> Any:
+        """Sign bits of each row (1 where ≥ 0), zero-padded, as uint64 words per row."""
+        import numpy as np
+
+        bits = np.zeros((rows.shape[0], self._words * 64), dtype=bool)
+        bits[:, : self.dim] = rows >= 0
+        return np.packbits(bits, axis=1).view(np.uint64)
+
+    def _tangents(self, rows: Vectors) -> Any:
+        """(a, b) per row: a + b·h ≤ the sum of the h smallest |x_i| for every h (convexity)."""
+        import numpy as np
+
+        h0 = self._h0
+        sizes = np.partition(np.abs(rows), h0 - 1, axis=1)  # the h0 smallest first
+        slope = sizes[:, h0 - 1].astype(np.float64)
+        return np.stack([sizes[:, :h0].sum(axis=1, dtype=np.float64) - h0 * slope, slope])
+
+    def remove(self, key: str) -> bool:
+        """Forget ``key``; its row is zeroed and reused."""
+        import numpy as np
+
+        slot = self._slots.pop(key, None)
+        if slot is None:
+            return False
+        self._keys[slot] = None
+        self._vecs[slot] = 0.0
+        self._ab[0, slot] = self._ab2[0, slot] = np.inf
+        self._free.append(slot)
+        return True
+
+    def search(self, query: Any, threshold: float) -> tuple[str, float] | None:
+        """The most similar key with cosine ≥ ``threshold`` (exact), and that cosine."""
+        import numpy as np
+
+        check_threshold(threshold)
+        n = len(self._keys)
+        if not self._slots:
+            return None
+        q = normalized(query, self.dim)
+        if n <= SMALL:
+            return self._best(np.arange(n), _dot(self._vecs[:n], q), threshold)
+        limit = 2.0 - 2.0 * threshold + ROUNDING_MARGIN
+        candidates = self._first_pass(q, limit, n)
+        if candidates.size > n * FULL_SCAN_SHARE:
+            return self._best(np.arange(n), _dot(self._vecs[:n], q), threshold)
+        if candidates.size:
+            candidates = self._second_pass(q, limit, candidates)
+        if candidates.size == 0:
+            return None
+        return self._best(candidates, _dot(self._vecs[candidates], q), threshold)
+
+    def _first_pass(self, q: Vectors, limit: float, n: int) -> Any:
+        """Rows the sign bound in the first basis does not rule out (streams every row)."""
+        import numpy as np
+
+        words = self._code(q)
+        h, cnt, tmp, bound = self._h[:n], self._cnt[:n], self._tmp[:n], self._bound[:n]
+        for w in range(self._words):
+            np.bitwise_xor(self._codes[w, :n], words[w], out=tmp)
+            _popcount(tmp, cnt)
+            if w == 0:
+                np.copyto(h, cnt)
+            else:
+                np.add(h, cnt, out=h)
+        sums, inverse = _smallest_sums(q)
+        looked_up, keep = self._looked_up[:n], self._keep[:n]  # no 100k-row temporaries
+        np.multiply(self._ab[1, :n], h, out=bound)
+        bound += self._ab[0, :n]
+        bound += np.take(sums, h, out=looked_up)
+        np.maximum(bound, 0.0, out=bound)
+        np.square(bound, out=bound)
+        bound *= np.take(inverse, h, out=looked_up)
+        return np.flatnonzero(np.less_equal(bound, limit, out=keep))
+
+    def _second_pass(self, q: Vectors, limit: float, rows: Any) -> Any:
+        """Of ``rows``, those the bound in the rotated basis does not rule out."""
+        import numpy as np
+
+        q2 = _dot(self._rotation, q)
+        diff = self._codes2[rows] ^ self._code(q2)
+        counts = np.zeros(diff.shape, dtype=np.uint8)
+        _popcount(diff, counts)
+        h = counts.sum(axis=1, dtype=np.intp)
+        sums, inverse = _smallest_sums(q2)
+        bound = np.maximum(sums[h] + self._ab2[0, rows] + self._ab2[1, rows] * h, 0.0)
+        return rows[bound * bound * inverse[h] <= limit]
+
+    def _best(self, rows: Any, scores: Any, threshold: float) -> tuple[str, float] | None:
+        if scores.size == 0:
+            return None
+        j = int(scores.argmax())
+        score = float(scores[j])
+        key = self._keys[int(rows[j])]
+        if key is None or score < threshold:
+            return None
+        return key, min(score, 1.0)
+
+
+def _dot(rows: Any, q: Any) -> Any:
+    """rows @ q, single-threaded: a BLAS matvec wakes its thread pool for a few µs of work."""
+    import numpy as np
+
+    if hasattr(np, "vecdot"):  # numpy >= 2.0
+        return np.vecdot(rows, q)
+    return np.einsum("ij,j->i", rows, q)
+
+
+_BYTE_COUNTS: Any = None
+
+
+def _popcount(words: Any, out: Any) -> None:
+    """Set bits of each uint64 into ``out`` (uint8); a byte table before numpy 2.0."""
+    import numpy as np
+
+    if hasattr(np, "bitwise_count"):
+        np.bitwise_count(words, out=out)
+        return
+    global _BYTE_COUNTS
+    if _BYTE_COUNTS is None:
+        _BYTE_COUNTS = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+    per_byte = _BYTE_COUNTS[words.view(np.uint8).reshape(*words.shape, 8)]
+    per_byte.sum(axis=-1, dtype=np.uint8, out=out)
+
+
+def _smallest_sums(v: Vectors) -> tuple[Any, Any]:
+    """ℓ(h), the sums of the h smallest |v_i|, and 1 / max(h, 1), for h = 0..dim."""
+    import numpy as np
+
+    sums = np.zeros(v.shape[0] + 1, dtype=np.float32)
+    sums[1:] = np.cumsum(np.sort(np.abs(v.astype(np.float64))))
+    inverse = 1.0 / np.maximum(np.arange(v.shape[0] + 1, dtype=np.float32), 1.0)
+    return sums, inverse
+
+
+def make_index(kind: str, dim: int, capacity: int = 1024) -> VectorIndex:
+    """``exact`` (NumPy) or ``faiss`` (HNSW, approximate)."""
+    if kind == "exact":
+        return ExactIndex(dim, capacity)
+    if kind == "faiss":
+        from greenml.serve.faiss_index import FaissIndex
+
+        return FaissIndex(dim)
+    raise ConfigError(f"index must be 'exact' or 'faiss', not {kind!r}")
