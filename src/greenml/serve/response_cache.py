@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -122,7 +123,49 @@ class CacheAccounting:
         return wrapper
 
 
-class ResponseCache:
+class AccountedCache(ABC):
+    """What both caches share: miss energies in, ``cached(fn)`` wrappers, stats out.
+
+    Subclasses set ``self.accounting`` and provide ``get`` and ``put``.
+    """
+
+    accounting: CacheAccounting
+
+    @abstractmethod
+    def get(
+        self, prompt: Any, *, model: str = "", params: Mapping[str, Any] | None = None
+    ) -> Hit | None:
+        """The cached answer to this request, or ``None``."""
+
+    @abstractmethod
+    def put(
+        self, prompt: Any, value: Any, *, model: str = "", params: Mapping[str, Any] | None = None
+    ) -> str:
+        """Store an answer; returns its key."""
+
+    def record_miss_energy(self, energy_j: float, uncertainty_rel: float = 0.0) -> None:
+        """The measured energy of one miss, computed outside :meth:`cached`."""
+        if not energy_j >= 0:
+            raise ConfigError(f"a miss's energy must be >= 0 J, got {energy_j}")
+        self.accounting.recorder.miss_energy(energy_j, uncertainty_rel)
+
+    def cached(self, fn: Callable[..., Any], *, model: str = "") -> Callable[..., Any]:
+        """``fn(prompt, **params)`` (sync or async) answered from this cache when it can."""
+
+        def lookup(prompt: Any, params: Mapping[str, Any]) -> Hit | None:
+            return self.get(prompt, model=model, params=params)
+
+        def store(prompt: Any, value: Any, params: Mapping[str, Any]) -> None:
+            self.put(prompt, value, model=model, params=params)
+
+        return self.accounting.wrap(fn, lookup, store)
+
+    def stats(self) -> CacheStats:
+        """Hits, misses, hit rate, energy and USD saved (every process's, for Redis)."""
+        return self.accounting.stats()
+
+
+class ResponseCache(AccountedCache):
     """Exact-match cache of responses on the normalized (prompt, model, parameters).
 
     Args:
@@ -198,23 +241,3 @@ class ResponseCache:
             self.record_miss_energy(energy_j, uncertainty_rel)
         return key
 
-    def record_miss_energy(self, energy_j: float, uncertainty_rel: float = 0.0) -> None:
-        """The measured energy of one miss, computed outside :meth:`cached`."""
-        if not energy_j >= 0:
-            raise ConfigError(f"a miss's energy must be >= 0 J, got {energy_j}")
-        self.accounting.recorder.miss_energy(energy_j, uncertainty_rel)
-
-    def cached(self, fn: Callable[..., Any], *, model: str = "") -> Callable[..., Any]:
-        """``fn(prompt, **params)`` (sync or async) answered from this cache when it can."""
-
-        def lookup(prompt: Any, params: Mapping[str, Any]) -> Hit | None:
-            return self.get(prompt, model=model, params=params)
-
-        def store(prompt: Any, value: Any, params: Mapping[str, Any]) -> None:
-            self.put(prompt, value, model=model, params=params)
-
-        return self.accounting.wrap(fn, lookup, store)
-
-    def stats(self) -> CacheStats:
-        """Hits, misses, hit rate, energy and USD saved (every process's, for Redis)."""
-        return self.accounting.stats()

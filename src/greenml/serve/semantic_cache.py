@@ -18,15 +18,14 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from greenml.serve.backend import CacheBackend
 from greenml.serve.cache_keys import canonical_json, normalize_prompt, normalize_text, scope_key
-from greenml.serve.cache_stats import CacheStats
 from greenml.serve.codec import Codec, JsonCodec
 from greenml.serve.requests import RequestMeter
-from greenml.serve.response_cache import CacheAccounting, Hit
+from greenml.serve.response_cache import AccountedCache, CacheAccounting, Hit
 from greenml.serve.vector_index import VectorIndex, check_threshold, make_index
 
 if TYPE_CHECKING:
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
 _MEMO = 64  # recent prompt embeddings kept (a miss embeds at get, then again at put)
 
 
-class SemanticCache:
+class SemanticCache(AccountedCache):
     """Cache of answers keyed by prompt meaning, within one model and parameter set.
 
     Args:
@@ -192,29 +191,6 @@ class SemanticCache:
                 self._index(scope, vectors.shape[1]).add_many(keys, vectors)
             self._forget(evicted)
         return keys
-
-    def record_miss_energy(self, energy_j: float, uncertainty_rel: float = 0.0) -> None:
-        """The measured energy of one miss, computed outside :meth:`cached`."""
-        from greenml.errors import ConfigError
-
-        if not energy_j >= 0:
-            raise ConfigError(f"a miss's energy must be >= 0 J, got {energy_j}")
-        self.accounting.recorder.miss_energy(energy_j, uncertainty_rel)
-
-    def cached(self, fn: Callable[..., Any], *, model: str = "") -> Callable[..., Any]:
-        """``fn(prompt, **params)`` (sync or async) answered from this cache when it can."""
-
-        def lookup(prompt: Any, params: Mapping[str, Any]) -> Hit | None:
-            return self.get(prompt, model=model, params=params)
-
-        def store(prompt: Any, value: Any, params: Mapping[str, Any]) -> None:
-            self.put(prompt, value, model=model, params=params)
-
-        return self.accounting.wrap(fn, lookup, store)
-
-    def stats(self) -> CacheStats:
-        """Hits, misses, hit rate, energy and USD saved (every process's, for Redis)."""
-        return self.accounting.stats()
 
     # ------------------------------------------------------------ plumbing
 
