@@ -1,4 +1,7 @@
-"""Fake V100s on a manual clock, a Meter over them, and the optimizer's options."""
+"""Fake V100s on a manual clock, a Meter over them, and the optimizer's options.
+
+``tests/optimize/test_power_limit.py`` imports these fixtures too.
+"""
 
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,27 +19,16 @@ from greenml.optimize.power_limit import PowerLimitOptimizer
 from greenml.optimize.power_plan import profile_limits
 from greenml.sensors.nvml import NvmlSensor
 from tests.fakes.fake_pynvml import FakeClock, FakeNvml
+from tests.integrations import conftest as gpu_fixtures
 from tests.optimize.fake_gpus import FACTORY, UUIDS, expected_choice, v100_curve, v100s
 
 REPO = Path(__file__).parents[2]
 LIMITS = [250.0, 225.0, 200.0, 175.0, 150.0, 125.0, 100.0]
 
-
-@pytest.fixture(autouse=True)
-def _private_state(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("GREENML_GPU_STATE", str(tmp_path / "gpu_state.json"))
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-
-
-@pytest.fixture
-def nvml() -> FakeNvml:
-    return FakeNvml(v100s(1), FakeClock(1000.0))
-
-
-@pytest.fixture
-def meter(nvml: FakeNvml) -> Iterator[Meter]:
-    with Meter(sensors=[NvmlSensor(nvml=nvml)], sample_hz=0, clock=nvml.clock) as m:
-        yield m
+# The fake V100, its Meter and the private GPU-state file, as the integration tests have them.
+_private_state = gpu_fixtures._private_state
+nvml = gpu_fixtures.nvml
+meter = gpu_fixtures.meter
 
 
 def optimizer(nvml: FakeNvml, meter: Meter, **kw: object) -> PowerLimitOptimizer:

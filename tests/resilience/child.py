@@ -35,6 +35,7 @@ import torch._dynamo  # imported by the first optimizer: preloaded here once
 from greenml.resilience.checkpointer import Checkpointer
 from greenml.resilience.loop import resilient_steps
 from greenml.resilience.policy import FixedInterval
+from greenml.resilience.session import Interrupts
 from greenml.resilience.storage import LocalStorage, Writer
 
 STEP_SLEEP_S = 0.004
@@ -142,7 +143,11 @@ def fulldisk(directory: str, emit: Emit) -> None:
     objs = build()
     ticks = [0.0]
     steps = resilient_steps(
-        20, Checkpointer(directory), **objs, policy=FixedInterval(2.0), clock=lambda: ticks[0]
+        20,
+        Checkpointer(directory),
+        **objs,
+        policy=FixedInterval(2.0),
+        interrupts=Interrupts(clock=lambda: ticks[0]),
     )
     for step in steps:
         train_step(objs)

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from greenml.resilience.policy import FixedInterval
+from greenml.resilience.session import Interrupts
 from greenml.resilience.signals import EXIT_REQUEUE
+from tests.resilience.conftest import Clock, dropout_net
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -21,14 +23,6 @@ transformers = pytest.importorskip("transformers")
 from greenml.resilience.hf import ResilienceTrainerCallback, latest_checkpoint  # noqa: E402
 
 MAX_STEPS = 8
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now_s = 0.0
-
-    def __call__(self) -> float:
-        return self.now_s
 
 
 class Pairs(torch.utils.data.Dataset):  # type: ignore[misc]
@@ -49,9 +43,7 @@ class Tiny(torch.nn.Module):  # type: ignore[misc]
 
     def __init__(self, clock: Clock, kill_at_call: int | None) -> None:
         super().__init__()
-        self.net = torch.nn.Sequential(
-            torch.nn.Linear(4, 8), torch.nn.Dropout(0.3), torch.nn.Linear(8, 1)
-        )
+        self.net = dropout_net()
         self.clock = clock
         self.kill_at_call = kill_at_call
         self.calls = 0
@@ -81,7 +73,9 @@ def _train(output_dir: Path, kill_at_call: int | None = None) -> Tiny:
         disable_tqdm=True,
         seed=0,
     )
-    callback = ResilienceTrainerCallback(policy=FixedInterval(3.0), clock=clock, keep=3)
+    callback = ResilienceTrainerCallback(
+        policy=FixedInterval(3.0), interrupts=Interrupts(clock=clock), keep=3
+    )
     trainer = transformers.Trainer(
         model=model, args=args, train_dataset=Pairs(), callbacks=[callback]
     )

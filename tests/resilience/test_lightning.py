@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from greenml.resilience.policy import FixedInterval
+from greenml.resilience.session import Interrupts
 from greenml.resilience.signals import EXIT_REQUEUE
+from tests.resilience.conftest import Clock, dropout_net
 
 torch = pytest.importorskip("torch")
 pl = pytest.importorskip("pytorch_lightning")
@@ -22,22 +24,12 @@ from greenml.resilience.lightning import ResilienceCallback  # noqa: E402
 MAX_STEPS = 8
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now_s = 0.0
-
-    def __call__(self) -> float:
-        return self.now_s
-
-
 class Tiny(pl.LightningModule):  # type: ignore[misc]
     """A linear model with dropout; each step is one second of the fake clock."""
 
     def __init__(self, clock: Clock, kill_at_step: int | None = None) -> None:
         super().__init__()
-        self.net = torch.nn.Sequential(
-            torch.nn.Linear(4, 8), torch.nn.Dropout(0.3), torch.nn.Linear(8, 1)
-        )
+        self.net = dropout_net()
         self.clock = clock
         self.kill_at_step = kill_at_step
 
@@ -58,7 +50,9 @@ def _fit(directory: Path, kill_at_step: int | None = None) -> tuple[Tiny, Resili
     model = Tiny(clock, kill_at_step)
     data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
     loader = torch.utils.data.DataLoader(data, batch_size=8)  # 4 steps per epoch
-    callback = ResilienceCallback(str(directory), policy=FixedInterval(3.0), clock=clock)
+    callback = ResilienceCallback(
+        str(directory), policy=FixedInterval(3.0), interrupts=Interrupts(clock=clock)
+    )
     callback.checkpointer.keep = 10
     trainer = pl.Trainer(
         max_steps=MAX_STEPS,

@@ -16,19 +16,11 @@ from greenml.resilience.checkpointer import Checkpointer, SaveResult
 from greenml.resilience.interval import daly_interval_s
 from greenml.resilience.loop import resilient_steps
 from greenml.resilience.policy import Adaptive, FixedInterval, YoungDaly
+from greenml.resilience.session import Interrupts
 from greenml.resilience.signals import EXIT_REQUEUE, InterruptGuard
+from tests.resilience.conftest import Clock
 
 torch = pytest.importorskip("torch")
-
-
-class Clock:
-    """Fake monotonic seconds, advanced by the test's steps and by saves."""
-
-    def __init__(self) -> None:
-        self.now_s = 100.0
-
-    def __call__(self) -> float:
-        return self.now_s
 
 
 class SlowCheckpointer(Checkpointer):
@@ -53,10 +45,13 @@ def _manifests(root: Path) -> dict[int, dict[str, Any]]:
 
 
 def test_checkpoints_follow_the_interval_in_work_seconds(tmp_path: Path) -> None:
-    clock = Clock()
+    clock = Clock(100.0)
     ckpt = SlowCheckpointer(tmp_path, clock, cost_s=5.0, keep=10)
     state = {"n": 0}
-    for _ in resilient_steps(10, ckpt, data_state=state, policy=FixedInterval(3.0), clock=clock):
+    work = Interrupts(clock=clock)
+    for _ in resilient_steps(
+        10, ckpt, data_state=state, policy=FixedInterval(3.0), interrupts=work
+    ):
         state["n"] += 1
         clock.now_s += 1.0  # one second of work per step
     found = _manifests(tmp_path)
@@ -67,22 +62,23 @@ def test_checkpoints_follow_the_interval_in_work_seconds(tmp_path: Path) -> None
 
 
 def test_young_daly_sets_the_interval(tmp_path: Path) -> None:
-    clock = Clock()
+    clock = Clock(100.0)
     policy = YoungDaly(checkpoint_cost_s=2.0, interruptions_per_hour=3600 / 50)
     expected = math.ceil(daly_interval_s(2.0, 50.0))
-    for _ in resilient_steps(30, Checkpointer(tmp_path, keep=10), policy=policy, clock=clock):
+    ckpt = Checkpointer(tmp_path, keep=10)
+    for _ in resilient_steps(30, ckpt, policy=policy, interrupts=Interrupts(clock=clock)):
         clock.now_s += 1.0
     assert sorted(_manifests(tmp_path))[0] == expected
 
 
 def test_the_adaptive_policy_learns_the_cost_and_keeps_it_across_restarts(tmp_path: Path) -> None:
-    clock = Clock()
+    clock = Clock(100.0)
     guard = InterruptGuard(signals=())
     first = Adaptive(initial_cost_s=1.0, prior_per_hour=0.5, prior_hours=2.0)
     ckpt = SlowCheckpointer(tmp_path, clock, cost_s=5.0, keep=10)
     seen = []
     steps = resilient_steps(
-        12, ckpt, policy=first, guard=guard, exit_code=None, clock=clock
+        12, ckpt, policy=first, interrupts=Interrupts(guard=guard, exit_code=None, clock=clock)
     )
     for step in steps:
         seen.append(step)
@@ -99,13 +95,15 @@ def test_the_adaptive_policy_learns_the_cost_and_keeps_it_across_restarts(tmp_pa
     assert saved["beta_h"] > 2.0  # the hours run were added
 
     second = Adaptive(initial_cost_s=1.0, prior_per_hour=0.5, prior_hours=2.0)
-    resumed = list(resilient_steps(12, ckpt, policy=second, handle_signals=False, clock=clock))
+    quiet = Interrupts(handle_signals=False, clock=clock)
+    resumed = list(resilient_steps(12, ckpt, policy=second, interrupts=quiet))
     assert resumed[0] == 7
     assert second.state_dict()["alpha"] == pytest.approx(saved["alpha"] + 1.0)
     assert second.state_dict()["beta_h"] >= saved["beta_h"]
 
     third = Adaptive(initial_cost_s=1.0, prior_per_hour=0.5, prior_hours=2.0)
-    assert list(resilient_steps(12, ckpt, policy=third, handle_signals=False)) == []
+    no_signals = Interrupts(handle_signals=False)
+    assert list(resilient_steps(12, ckpt, policy=third, interrupts=no_signals)) == []
     final = _manifests(tmp_path)[12]["extra"]["policy"]["state"]
     assert third.state_dict()["alpha"] == pytest.approx(final["alpha"])
 
@@ -140,10 +138,13 @@ def test_a_failed_save_stops_training(tmp_path: Path) -> None:
 
             raise CheckpointError("cannot write checkpoint: no space left on the device")
 
-    clock = Clock()
+    clock = Clock(100.0)
     ran = []
     with pytest.raises(Exception, match="no space left"):
-        for step in resilient_steps(9, Broken(tmp_path), policy=FixedInterval(2.0), clock=clock):
+        steps = resilient_steps(
+            9, Broken(tmp_path), policy=FixedInterval(2.0), interrupts=Interrupts(clock=clock)
+        )
+        for step in steps:
             ran.append(step)
             clock.now_s += 1.0
     assert ran == [0, 1]
@@ -157,4 +158,4 @@ def test_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="total_steps"):
         next(resilient_steps(-1, Checkpointer(tmp_path)))
     with pytest.raises(ConfigError, match="exit code"):
-        next(resilient_steps(3, Checkpointer(tmp_path), exit_code=300))
+        next(resilient_steps(3, Checkpointer(tmp_path), interrupts=Interrupts(exit_code=300)))

@@ -23,6 +23,7 @@ from greenml.resilience.notices import (
     NoticePoller,
     notice_source,
 )
+from greenml.resilience.session import Interrupts
 from greenml.resilience.signals import EXIT_REQUEUE, InterruptGuard
 
 
@@ -175,9 +176,9 @@ def test_a_notice_stops_the_training_loop_with_an_emergency_checkpoint(
         10_000,
         ckpt,
         data_state=progress,
-        handle_signals=False,
-        notices=AwsSpotNotices(serve(meta)),
-        notice_interval_s=0.02,
+        interrupts=Interrupts(
+            handle_signals=False, notices=AwsSpotNotices(serve(meta)), notice_interval_s=0.02
+        ),
     )
     with pytest.raises(SystemExit) as stop:
         for _ in steps:

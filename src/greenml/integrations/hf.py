@@ -18,41 +18,15 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from greenml.integrations.windows import TrainingWindows
+from greenml.integrations.windows import WindowsCallback
 
 
-class GreenmlTrainerCallback(TrainerCallback):  # type: ignore[misc]
+class GreenmlTrainerCallback(WindowsCallback, TrainerCallback):  # type: ignore[misc]
     """Meter windows ``step`` and ``epoch`` over training; optionally tunes power limits.
 
-    Args:
-        meter: The Meter to use; one over this machine's sensors when None.
-        power_limit: A PowerLimitOptimizer, True, or its keyword arguments.
-        keep_steps: Step windows kept in :attr:`measurements`.
-        sync_execution: Wait for pending CUDA work at each window boundary.
+    Arguments (``meter``, ``power_limit``, ``keep_steps``, ``sync_execution``):
+    see :class:`~greenml.integrations.windows.WindowsCallback`.
     """
-
-    def __init__(
-        self,
-        meter: Any | None = None,
-        power_limit: Any = False,
-        keep_steps: int = 10_000,
-        sync_execution: bool = True,
-    ) -> None:
-        self.windows = TrainingWindows(meter, power_limit, keep_steps, sync_execution)
-
-    @property
-    def measurements(self) -> list[Any]:
-        """Finished windows in order (``m.name`` is ``step`` or ``epoch``)."""
-        return self.windows.measurements
-
-    @property
-    def optimizer(self) -> Any | None:
-        """The PowerLimitOptimizer once training started, else None."""
-        return self.windows.optimizer
-
-    def close(self) -> None:
-        """Close open windows and restore the power limits (safe to call twice)."""
-        self.windows.stop()
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.windows.start()

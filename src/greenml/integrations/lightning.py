@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from greenml.integrations.windows import TrainingWindows
+from greenml.integrations.windows import WindowsCallback
 
 try:
     from pytorch_lightning import Callback
@@ -22,35 +22,12 @@ except ImportError:  # the unified package
     from lightning.pytorch import Callback  # type: ignore[no-redef]
 
 
-class GreenmlCallback(Callback):  # type: ignore[misc]
+class GreenmlCallback(WindowsCallback, Callback):  # type: ignore[misc]
     """Meter windows ``step`` and ``epoch`` over training; optionally tunes power limits.
 
-    Args:
-        meter: The Meter to use; one over this machine's sensors when None.
-        power_limit: A PowerLimitOptimizer, True, or its keyword arguments.
-        keep_steps: Step windows kept in :attr:`measurements`.
-        sync_execution: Wait for pending CUDA work at each window boundary.
+    Arguments (``meter``, ``power_limit``, ``keep_steps``, ``sync_execution``):
+    see :class:`~greenml.integrations.windows.WindowsCallback`.
     """
-
-    def __init__(
-        self,
-        meter: Any | None = None,
-        power_limit: Any = False,
-        keep_steps: int = 10_000,
-        sync_execution: bool = True,
-    ) -> None:
-        super().__init__()
-        self.windows = TrainingWindows(meter, power_limit, keep_steps, sync_execution)
-
-    @property
-    def measurements(self) -> list[Any]:
-        """Finished windows in order (``m.name`` is ``step`` or ``epoch``)."""
-        return self.windows.measurements
-
-    @property
-    def optimizer(self) -> Any | None:
-        """The PowerLimitOptimizer once training started, else None."""
-        return self.windows.optimizer
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         self.windows.start()

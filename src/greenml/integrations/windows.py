@@ -3,7 +3,10 @@
 :class:`TrainingWindows` opens a Meter window named ``step`` around each
 training step and ``epoch`` around each epoch, keeps the measurements, and
 drives a :class:`~greenml.optimize.power_limit.PowerLimitOptimizer` from the
-same step boundaries. The callbacks only translate their framework's hooks.
+same step boundaries. :class:`WindowsCallback` is what the callbacks share
+(their arguments, :attr:`~WindowsCallback.measurements`,
+:attr:`~WindowsCallback.optimizer`, :meth:`~WindowsCallback.close`); each
+callback only translates its framework's hooks.
 """
 
 from __future__ import annotations
@@ -19,22 +22,11 @@ STEP, EPOCH = "step", "epoch"
 class TrainingWindows:
     """Step and epoch windows on a Meter, plus an optional power-limit optimizer.
 
-    Args:
-        meter: The Meter to use; one over this machine's sensors when None.
-        power_limit: A PowerLimitOptimizer, True (one with defaults on this
-            Meter), a mapping of its keyword arguments, or False for none.
-        keep_steps: Step windows kept in :attr:`measurements` (the oldest are
-            kept; every step still counts in :attr:`steps_measured` and
-            :attr:`step_energy_j`).
-        sync_execution: Wait for pending CUDA work at each window boundary.
+    The arguments (and their defaults) are :class:`WindowsCallback`'s.
     """
 
     def __init__(
-        self,
-        meter: Any | None = None,
-        power_limit: Any = False,
-        keep_steps: int = 10_000,
-        sync_execution: bool = True,
+        self, meter: Any | None, power_limit: Any, keep_steps: int, sync_execution: bool
     ) -> None:
         self.meter = meter
         self.optimizer: Any | None = None
@@ -131,3 +123,44 @@ class TrainingWindows:
         self._open.discard(name)
         measurement: Measurement = self.meter.end_window(name, self._sync)
         return measurement
+
+
+class WindowsCallback:
+    """The framework-independent half of a greenml training callback (a mixin).
+
+    The callbacks keep a :class:`TrainingWindows` in :attr:`windows` and call
+    it from their framework's hooks.
+
+    Args:
+        meter: The Meter to use; one over this machine's sensors when None.
+        power_limit: A PowerLimitOptimizer, True (one with defaults on this
+            Meter), a mapping of its keyword arguments, or False for none.
+        keep_steps: Step windows kept in :attr:`measurements` (the oldest are
+            kept; every step still counts in ``windows.steps_measured`` and
+            ``windows.step_energy_j``).
+        sync_execution: Wait for pending CUDA work at each window boundary.
+    """
+
+    def __init__(
+        self,
+        meter: Any | None = None,
+        power_limit: Any = False,
+        keep_steps: int = 10_000,
+        sync_execution: bool = True,
+    ) -> None:
+        super().__init__()
+        self.windows = TrainingWindows(meter, power_limit, keep_steps, sync_execution)
+
+    @property
+    def measurements(self) -> list[Measurement]:
+        """Finished windows in order (``m.name`` is ``step`` or ``epoch``)."""
+        return self.windows.measurements
+
+    @property
+    def optimizer(self) -> Any | None:
+        """The PowerLimitOptimizer once training started, else None."""
+        return self.windows.optimizer
+
+    def close(self) -> None:
+        """Close open windows and restore the power limits (safe to call twice)."""
+        self.windows.stop()

@@ -25,11 +25,11 @@ import os
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from greenml.errors import ConfigError
 from greenml.resilience.manifest import (
@@ -40,7 +40,7 @@ from greenml.resilience.manifest import (
     check_entry,
     read_all,
     read_manifest,
-    verify,
+    verified,
     write_manifest,
 )
 from greenml.resilience.serialize import snapshot, torch_writer
@@ -50,6 +50,8 @@ log = logging.getLogger("greenml")
 
 STATE_FILE = "state.pt"
 _STEP_DIR = re.compile(r"^step-(\d+)$")
+
+T = TypeVar("T")
 
 
 def step_directory(step: int) -> str:
@@ -219,47 +221,30 @@ class Checkpointer:
         import torch
 
         self.wait()
-        for directory in self._directories_newest_first():
-            try:
-                manifest = self._manifest(directory)
-                entry = manifest.files.get(STATE_FILE)
-                if entry is None:
-                    raise ManifestError(f"its manifest lists no {STATE_FILE}")
-                with self.storage.open_read(f"{directory}/{STATE_FILE}") as f:
-                    data = read_all(f)
-                actual = FileEntry(hashlib.sha256(data).hexdigest(), len(data))
-                problem = check_entry(STATE_FILE, entry, actual)
-                if problem:
-                    raise ManifestError(problem)
-            except (ManifestError, FileNotFoundError) as exc:
-                self._skip(directory, exc)
-                continue
-            try:
-                state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=weights_only)
-            except Exception as exc:  # torch raises several types for one cause
-                safe = " (only tensors and plain Python values)" if weights_only else ""
-                raise CheckpointError(
-                    f"checkpoint {self.storage.local_path(directory)} matches its manifest "
-                    f"but torch.load(weights_only={weights_only}){safe} cannot read it: "
-                    f"{' '.join(str(exc).split())[:300]}"
-                ) from exc
-            return Loaded(CheckpointInfo.of(self.storage, directory, manifest), state)
-        return None
+        found = first_valid(self.storage, self._directories_newest_first(), self._read_state)
+        if found is None:
+            return None
+        directory, (manifest, data) = found
+        try:
+            state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=weights_only)
+        except Exception as exc:  # torch raises several types for one cause
+            safe = " (only tensors and plain Python values)" if weights_only else ""
+            raise CheckpointError(
+                f"checkpoint {self.storage.local_path(directory)} matches its manifest "
+                f"but torch.load(weights_only={weights_only}){safe} cannot read it: "
+                f"{' '.join(str(exc).split())[:300]}"
+            ) from exc
+        return Loaded(CheckpointInfo.of(self.storage, directory, manifest), state)
 
     def latest(self) -> CheckpointInfo | None:
         """The newest checkpoint whose files match its manifest (each file re-hashed)."""
         self.wait()
-        for directory in self._directories_newest_first():
-            try:
-                manifest = self._manifest(directory)
-                problems = verify(self.storage, directory, manifest)
-                if problems:
-                    raise ManifestError("; ".join(problems))
-            except (ManifestError, FileNotFoundError) as exc:
-                self._skip(directory, exc)
-                continue
-            return CheckpointInfo.of(self.storage, directory, manifest)
-        return None
+        found = first_valid(
+            self.storage,
+            self._directories_newest_first(),
+            lambda directory: verified(self.storage, directory, self._manifest(directory)),
+        )
+        return None if found is None else CheckpointInfo.of(self.storage, *found)
 
     def state_path(self, info: CheckpointInfo) -> str:
         """The path or URL of a checkpoint's state file."""
@@ -296,6 +281,20 @@ class Checkpointer:
         write_manifest(self.storage, directory, manifest)
         self._retain()
 
+    def _read_state(self, directory: str) -> tuple[Manifest, bytes]:
+        """The manifest and the state file's bytes, once they match it."""
+        manifest = self._manifest(directory)
+        entry = manifest.files.get(STATE_FILE)
+        if entry is None:
+            raise ManifestError(f"its manifest lists no {STATE_FILE}")
+        with self.storage.open_read(f"{directory}/{STATE_FILE}") as f:
+            data = read_all(f)
+        actual = FileEntry(hashlib.sha256(data).hexdigest(), len(data))
+        problem = check_entry(STATE_FILE, entry, actual)
+        if problem:
+            raise ManifestError(problem)
+        return manifest, data
+
     def _manifest(self, directory: str) -> Manifest:
         manifest = read_manifest(self.storage, directory)
         if _step_of(directory) != manifest.step:
@@ -306,25 +305,47 @@ class Checkpointer:
         names = [name for name in self.storage.list_dir() if _STEP_DIR.match(name)]
         return sorted(names, key=_step_of, reverse=True)
 
-    def _skip(self, directory: str, reason: BaseException) -> None:
-        log.warning(
-            "skipping checkpoint %s: %s", self.storage.local_path(directory), _one_line(reason)
-        )
-
     def _retain(self) -> None:
-        """Keep the newest ``keep`` sealed checkpoints; drop partial ones older than them."""
-        sealed: list[str] = []
-        partial: list[str] = []
-        for directory in self._directories_newest_first():
-            has_manifest = self.storage.exists(f"{directory}/{MANIFEST_NAME}")
-            (sealed if has_manifest else partial).append(directory)
-        for directory in sealed[self.keep :]:
-            self.storage.remove_tree(directory)
-        if sealed:
-            newest = _step_of(sealed[0])
-            for directory in partial:
-                if _step_of(directory) < newest:
-                    self.storage.remove_tree(directory)
+        retain(self.storage, self._directories_newest_first(), self.keep, _step_of)
+
+
+def first_valid(
+    storage: Storage, directories: Iterable[str], check: Callable[[str], T]
+) -> tuple[str, T] | None:
+    """The first checkpoint directory that ``check`` accepts, and what it returned.
+
+    Give ``directories`` newest first. ``check`` raises :class:`ManifestError`
+    (or FileNotFoundError) for a partial or corrupt checkpoint, which is skipped
+    with a warning.
+    """
+    for directory in directories:
+        try:
+            return directory, check(directory)
+        except (ManifestError, FileNotFoundError) as exc:
+            log.warning("skipping checkpoint %s: %s", storage.local_path(directory), _one_line(exc))
+    return None
+
+
+def retain(
+    storage: Storage, directories: list[str], keep: int, step_of: Callable[[str], int]
+) -> None:
+    """Keep the newest ``keep`` sealed checkpoints; drop partial ones older than them.
+
+    ``directories`` are the checkpoint directories, newest first; a sealed one
+    has a manifest.
+    """
+    sealed: list[str] = []
+    partial: list[str] = []
+    for directory in directories:
+        has_manifest = storage.exists(f"{directory}/{MANIFEST_NAME}")
+        (sealed if has_manifest else partial).append(directory)
+    for directory in sealed[keep:]:
+        storage.remove_tree(directory)
+    if sealed:
+        newest = step_of(sealed[0])
+        for directory in partial:
+            if step_of(directory) < newest:
+                storage.remove_tree(directory)
 
 
 def _step_of(directory: str) -> int:

@@ -2,7 +2,8 @@
 
 ::
 
-    cb = ResilienceTrainerCallback(policy=Adaptive(30.0, 0.041), notices="gcp")
+    cb = ResilienceTrainerCallback(policy=Adaptive(30.0, 0.041),
+                                   interrupts=Interrupts(notices="gcp"))
     trainer = Trainer(model=model, args=args, train_dataset=ds, callbacks=[cb])
     trainer.train(resume_from_checkpoint=latest_checkpoint(args.output_dir))
 
@@ -22,11 +23,8 @@ leave ``save_total_limit`` unset.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
-import time
-from collections.abc import Callable
 from typing import Any
 
 try:
@@ -37,14 +35,11 @@ except ImportError as exc:
     ) from exc
 
 from greenml.errors import ConfigError
-from greenml.resilience.manifest import MANIFEST_NAME, ManifestError, read_manifest, seal, verify
-from greenml.resilience.notices import NoticeSource
+from greenml.resilience.checkpointer import first_valid, retain
+from greenml.resilience.manifest import MANIFEST_NAME, ManifestError, read_manifest, seal, verified
 from greenml.resilience.policy import IntervalPolicy
-from greenml.resilience.session import Session
-from greenml.resilience.signals import BUDGET_SIGNAL_S, EXIT_REQUEUE, InterruptGuard
+from greenml.resilience.session import Interrupts, Session
 from greenml.resilience.storage import LocalStorage, fsync_dir
-
-log = logging.getLogger("greenml")
 
 _CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)$")
 
@@ -55,17 +50,8 @@ def latest_checkpoint(output_dir: str | os.PathLike[str]) -> str | None:
     if not os.path.isdir(root):
         return None
     storage = LocalStorage(root)
-    for name in _checkpoints_newest_first(root):
-        try:
-            manifest = read_manifest(storage, name)
-            problems = verify(storage, name, manifest)
-            if problems:
-                raise ManifestError("; ".join(problems))
-        except ManifestError as exc:
-            log.warning("skipping checkpoint %s: %s", os.path.join(root, name), exc)
-            continue
-        return os.path.join(root, name)
-    return None
+    found = first_valid(storage, _checkpoints_newest_first(root), lambda n: verified(storage, n))
+    return None if found is None else os.path.join(root, found[0])
 
 
 class ResilienceTrainerCallback(TrainerCallback):  # type: ignore[misc]
@@ -74,13 +60,9 @@ class ResilienceTrainerCallback(TrainerCallback):  # type: ignore[misc]
     Args:
         policy: When to checkpoint (default: every 30 minutes of work).
         keep: Sealed checkpoints to keep in ``output_dir``.
-        guard: A shared, installed interrupt guard (one is made otherwise).
-        handle_signals: False to leave SIGTERM/SIGUSR1 alone.
-        budget_s: The emergency budget after a signal.
-        notices: ``"aws"``, ``"gcp"`` or a notice source to poll.
-        notice_interval_s: Seconds between two polls.
-        exit_code: Exit status after the emergency checkpoint; None to stop training instead.
-        clock: Monotonic seconds used to count work.
+        interrupts: Signals, termination notices, budget, exit code and clock
+            (see :class:`~greenml.resilience.session.Interrupts`); with
+            ``exit_code=None`` training stops instead of exiting.
     """
 
     def __init__(
@@ -88,27 +70,12 @@ class ResilienceTrainerCallback(TrainerCallback):  # type: ignore[misc]
         *,
         policy: IntervalPolicy | None = None,
         keep: int = 3,
-        guard: InterruptGuard | None = None,
-        handle_signals: bool = True,
-        budget_s: float = BUDGET_SIGNAL_S,
-        notices: str | NoticeSource | None = None,
-        notice_interval_s: float = 5.0,
-        exit_code: int | None = EXIT_REQUEUE,
-        clock: Callable[[], float] = time.monotonic,
+        interrupts: Interrupts | None = None,
     ) -> None:
         if keep < 1:
             raise ConfigError(f"keep must be at least 1 checkpoint, not {keep}")
         self.keep = keep
-        self.session = Session(
-            policy,
-            guard=guard,
-            handle_signals=handle_signals,
-            budget_s=budget_s,
-            notices=notices,
-            notice_interval_s=notice_interval_s,
-            exit_code=exit_code,
-            clock=clock,
-        )
+        self.session = Session(policy, interrupts)
         self.sealed: list[str] = []
         self._pending: str | None = None
 
@@ -175,16 +142,8 @@ class ResilienceTrainerCallback(TrainerCallback):  # type: ignore[misc]
         self._retain(output_dir)
 
     def _retain(self, output_dir: str) -> None:
-        storage = LocalStorage(output_dir)
         names = _checkpoints_newest_first(output_dir)
-        sealed = [n for n in names if storage.exists(f"{n}/{MANIFEST_NAME}")]
-        for name in sealed[self.keep :]:
-            storage.remove_tree(name)
-        if sealed:
-            newest = _step_of(sealed[0])
-            for name in names:
-                if name not in sealed and _step_of(name) < newest:
-                    storage.remove_tree(name)
+        retain(LocalStorage(output_dir), names, self.keep, _step_of)
 
 
 def _checkpoints_newest_first(root: str) -> list[str]:

@@ -2,7 +2,8 @@
 
 ::
 
-    cb = ResilienceCallback("checkpoints/", policy=Adaptive(30.0, 0.041), notices="aws")
+    cb = ResilienceCallback("checkpoints/", policy=Adaptive(30.0, 0.041),
+                            interrupts=Interrupts(notices="aws"))
     trainer = Trainer(max_steps=10_000, callbacks=[cb])
     trainer.fit(model, datamodule=dm, ckpt_path=cb.resume_path())
 
@@ -31,15 +32,11 @@ Built on ``trainer._checkpoint_connector.dump_checkpoint``, the method behind
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 from greenml.resilience.checkpointer import Checkpointer
-from greenml.resilience.notices import NoticeSource
 from greenml.resilience.policy import IntervalPolicy
-from greenml.resilience.session import Session
-from greenml.resilience.signals import BUDGET_SIGNAL_S, EXIT_REQUEUE, InterruptGuard
+from greenml.resilience.session import Interrupts, Session
 from greenml.resilience.state import capture_rng, restore_rng
 
 _HINT = "greenml.resilience.lightning needs Lightning: pip install 'greenml[lightning]'"
@@ -63,13 +60,9 @@ class ResilienceCallback(pl.Callback):  # type: ignore[misc]
     Args:
         checkpointer: A :class:`Checkpointer`, or a directory/URL to make one.
         policy: When to checkpoint (default: every 30 minutes of work).
-        guard: A shared, installed interrupt guard (one is made otherwise).
-        handle_signals: False to leave SIGTERM/SIGUSR1 alone.
-        budget_s: The emergency budget after a signal.
-        notices: ``"aws"``, ``"gcp"`` or a notice source to poll.
-        notice_interval_s: Seconds between two polls.
-        exit_code: Exit status after the emergency checkpoint; None to stop training instead.
-        clock: Monotonic seconds used to count work.
+        interrupts: Signals, termination notices, budget, exit code and clock
+            (see :class:`~greenml.resilience.session.Interrupts`); with
+            ``exit_code=None`` training stops instead of exiting.
     """
 
     def __init__(
@@ -77,28 +70,13 @@ class ResilienceCallback(pl.Callback):  # type: ignore[misc]
         checkpointer: Checkpointer | str,
         *,
         policy: IntervalPolicy | None = None,
-        guard: InterruptGuard | None = None,
-        handle_signals: bool = True,
-        budget_s: float = BUDGET_SIGNAL_S,
-        notices: str | NoticeSource | None = None,
-        notice_interval_s: float = 5.0,
-        exit_code: int | None = EXIT_REQUEUE,
-        clock: Callable[[], float] = time.monotonic,
+        interrupts: Interrupts | None = None,
     ) -> None:
         super().__init__()
         if not isinstance(checkpointer, Checkpointer):
             checkpointer = Checkpointer(checkpointer)
         self.checkpointer = checkpointer
-        self.session = Session(
-            policy,
-            guard=guard,
-            handle_signals=handle_signals,
-            budget_s=budget_s,
-            notices=notices,
-            notice_interval_s=notice_interval_s,
-            exit_code=exit_code,
-            clock=clock,
-        )
+        self.session = Session(policy, interrupts)
         self.last_saved_step: int | None = None
         self._pending_rng: dict[str, Any] | None = None
         self._epoch_end = False

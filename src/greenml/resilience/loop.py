@@ -5,7 +5,8 @@
     ckpt = Checkpointer("checkpoints/", keep=3)
     for step in resilient_steps(10_000, ckpt, model=model, optimizer=opt,
                                 scheduler=sched, generator=data_gen,
-                                policy=Adaptive(30.0, 0.041), notices="aws"):
+                                policy=Adaptive(30.0, 0.041),
+                                interrupts=Interrupts(notices="aws")):
         loss = train_step(next_batch(step))
 
 The generator resumes from the newest valid checkpoint (restoring the model,
@@ -25,16 +26,13 @@ body between steps.
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from greenml.errors import ConfigError
 from greenml.resilience.checkpointer import Checkpointer
-from greenml.resilience.notices import NoticeSource
 from greenml.resilience.policy import IntervalPolicy
-from greenml.resilience.session import Session
-from greenml.resilience.signals import BUDGET_SIGNAL_S, EXIT_REQUEUE, InterruptGuard
+from greenml.resilience.session import Interrupts, Session
 from greenml.resilience.state import TrainingState
 
 log = logging.getLogger("greenml")
@@ -54,13 +52,7 @@ def resilient_steps(
     state: TrainingState | None = None,
     steps_per_epoch: int | None = None,
     policy: IntervalPolicy | None = None,
-    guard: InterruptGuard | None = None,
-    handle_signals: bool = True,
-    budget_s: float = BUDGET_SIGNAL_S,
-    notices: str | NoticeSource | None = None,
-    notice_interval_s: float = 5.0,
-    exit_code: int | None = EXIT_REQUEUE,
-    clock: Callable[[], float] = time.monotonic,
+    interrupts: Interrupts | None = None,
 ) -> Iterator[int]:
     """Yield the steps still to run, with checkpoints, resume and interruption handling.
 
@@ -72,13 +64,8 @@ def resilient_steps(
         state: A ready :class:`TrainingState` instead of the objects.
         steps_per_epoch: To record the epoch (``step // steps_per_epoch``).
         policy: When to checkpoint (default: every 30 minutes of work).
-        guard: An installed :class:`InterruptGuard` to share; one is made otherwise.
-        handle_signals: False to leave SIGTERM/SIGUSR1 alone.
-        budget_s: The emergency budget after a signal.
-        notices: ``"aws"`` or ``"gcp"`` (or a source) to poll termination notices.
-        notice_interval_s: Seconds between two polls.
-        exit_code: Exit status after an emergency checkpoint; None to just stop.
-        clock: Monotonic seconds used to count work.
+        interrupts: Signals, termination notices, budget, exit code and clock
+            (see :class:`~greenml.resilience.session.Interrupts`).
 
     Raises:
         ConfigError: Bad arguments, or a checkpoint from another model.
@@ -93,16 +80,7 @@ def resilient_steps(
         raise ConfigError(f"total_steps must be >= 0, not {total_steps}")
     if steps_per_epoch is not None and steps_per_epoch < 1:
         raise ConfigError(f"steps_per_epoch must be >= 1, not {steps_per_epoch}")
-    session = Session(
-        policy,
-        guard=guard,
-        handle_signals=handle_signals,
-        budget_s=budget_s,
-        notices=notices,
-        notice_interval_s=notice_interval_s,
-        exit_code=exit_code,
-        clock=clock,
-    )
+    session = Session(policy, interrupts)
     runner = _Runner(checkpointer, state, session, total_steps, steps_per_epoch)
     session.start()
     try:

@@ -200,6 +200,20 @@ def verify(storage: Storage, directory: str, manifest: Manifest) -> list[str]:
     return problems
 
 
+def verified(storage: Storage, directory: str, manifest: Manifest | None = None) -> Manifest:
+    """The checkpoint's manifest (read when not given), once every file it lists matched it.
+
+    Raises:
+        ManifestError: No manifest, an unreadable one, or files that do not match it.
+    """
+    if manifest is None:
+        manifest = read_manifest(storage, directory)
+    problems = verify(storage, directory, manifest)
+    if problems:
+        raise ManifestError("; ".join(problems))
+    return manifest
+
+
 def seal(
     storage: Storage,
     directory: str,

@@ -5,6 +5,12 @@ it installs the SIGTERM/SIGUSR1 handlers, starts the termination-notice
 poller, counts work for the interval policy, and after an emergency
 checkpoint logs what it cost against the budget and exits with
 :data:`~greenml.resilience.signals.EXIT_REQUEUE`.
+
+What interrupts a run and what happens then is one :class:`Interrupts`, which
+:func:`~greenml.resilience.loop.resilient_steps` and the Lightning and Hugging
+Face callbacks all take as ``interrupts=`` (beside ``policy=``)::
+
+    resilient_steps(..., policy=Adaptive(30.0, 0.041), interrupts=Interrupts(notices="aws"))
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from greenml.errors import ConfigError
 from greenml.resilience.cadence import Cadence
@@ -22,42 +29,59 @@ from greenml.resilience.signals import BUDGET_SIGNAL_S, EXIT_REQUEUE, InterruptG
 log = logging.getLogger("greenml")
 
 
+@dataclass(frozen=True)
+class Interrupts:
+    """What interrupts a run and what it does then; the defaults suit most jobs.
+
+    Attributes:
+        guard: An interrupt guard the caller installed and shares; by default
+            the session makes one and installs it for SIGTERM and SIGUSR1.
+        handle_signals: False to leave signal handlers alone (notices still work).
+        budget_s: The emergency budget given to a signal.
+        notices: ``"aws"``, ``"gcp"``, a notice source, or None for no polling.
+        notice_interval_s: Seconds between two polls of the metadata service.
+        exit_code: Exit status after an emergency checkpoint; None to stop
+            (return, or stop training) instead.
+        clock: A monotonic clock in seconds, used to count work.
+
+    Raises:
+        ConfigError: An exit code outside 1..255.
+    """
+
+    guard: InterruptGuard | None = None
+    handle_signals: bool = True
+    budget_s: float = BUDGET_SIGNAL_S
+    notices: str | NoticeSource | None = None
+    notice_interval_s: float = 5.0
+    exit_code: int | None = EXIT_REQUEUE
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        if self.exit_code is not None and not 0 < self.exit_code < 256:
+            raise ConfigError(f"the exit code must be in 1..255, not {self.exit_code}")
+
+
 class Session:
     """Signals, notices and the checkpoint cadence of one run.
 
     Args:
         policy: The interval policy (a fixed 30 minutes of work by default).
-        guard: An interrupt guard the caller installed; by default the session
-            makes one and installs it for SIGTERM and SIGUSR1.
-        handle_signals: False to leave signal handlers alone (notices still work).
-        budget_s: The emergency budget given to a signal.
-        notices: ``"aws"``, ``"gcp"``, a notice source, or None for no polling.
-        notice_interval_s: Seconds between two polls of the metadata service.
-        exit_code: Exit status after an emergency checkpoint; None to return instead.
-        clock: A monotonic clock in seconds.
+        interrupts: Signals, notices, budget and exit code (:class:`Interrupts`'
+            defaults when None).
     """
 
     def __init__(
-        self,
-        policy: IntervalPolicy | None = None,
-        *,
-        guard: InterruptGuard | None = None,
-        handle_signals: bool = True,
-        budget_s: float = BUDGET_SIGNAL_S,
-        notices: str | NoticeSource | None = None,
-        notice_interval_s: float = 5.0,
-        exit_code: int | None = EXIT_REQUEUE,
-        clock: Callable[[], float] = time.monotonic,
+        self, policy: IntervalPolicy | None = None, interrupts: Interrupts | None = None
     ) -> None:
-        if exit_code is not None and not 0 < exit_code < 256:
-            raise ConfigError(f"the exit code must be in 1..255, not {exit_code}")
-        self.cadence = Cadence(policy, clock)
+        options = interrupts if interrupts is not None else Interrupts()
+        guard = options.guard
+        self.cadence = Cadence(policy, options.clock)
         self._owns_guard = guard is None
-        self.guard = guard if guard is not None else InterruptGuard(budget_s=budget_s)
-        self.handle_signals = handle_signals
-        self.notices = notices
-        self.notice_interval_s = notice_interval_s
-        self.exit_code = exit_code
+        self.guard = guard if guard is not None else InterruptGuard(budget_s=options.budget_s)
+        self.handle_signals = options.handle_signals
+        self.notices = options.notices
+        self.notice_interval_s = options.notice_interval_s
+        self.exit_code = options.exit_code
         self.poller: NoticePoller | None = None
         self._started = False
 

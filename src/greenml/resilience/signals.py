@@ -119,7 +119,8 @@ class InterruptGuard:
         if threading.current_thread() is not threading.main_thread():
             raise ConfigError(
                 "signal handlers can only be installed from the main thread; "
-                "create the guard there, or pass handle_signals=False and rely on notices"
+                "create the guard there, or pass Interrupts(handle_signals=False) "
+                "and rely on notices"
             )
         for sig in self.signals:
             if not self.owns(signal.getsignal(sig)):  # installing twice keeps the first previous

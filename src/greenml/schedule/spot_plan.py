@@ -14,7 +14,7 @@ from typing import Any
 
 from greenml.errors import ConfigError
 from greenml.resilience.interval import daly_interval_s, young_interval_s
-from greenml.resilience.policy import YoungDaly
+from greenml.resilience.policy import FixedInterval, YoungDaly
 from greenml.schedule.spot_model import (
     Outcome,
     RateSchedule,
@@ -98,10 +98,10 @@ def plan_spot(
     young = young_interval_s(job.checkpoint_cost_s, mtbf_s) if mtbf_s < float("inf") else job.work_s
     daly = daly_interval_s(job.checkpoint_cost_s, mtbf_s) if mtbf_s < float("inf") else job.work_s
 
-    def policy() -> YoungDaly | _Never:
+    def policy() -> YoungDaly | FixedInterval:
         if interruptions_per_hour > 0:
             return YoungDaly(job.checkpoint_cost_s, interruptions_per_hour)
-        return _Never(job.work_s)
+        return FixedInterval(job.work_s)  # no interruptions: one segment, no checkpoint
 
     common: dict[str, Any] = {
         "spot_usd_per_h": spot_usd_per_h,
@@ -135,24 +135,3 @@ def _recommend(
     if late:
         why += f" ({', '.join(late)} would miss the deadline too often)"
     return best.strategy, why
-
-
-class _Never:
-    """No interruptions expected: one segment, no checkpoint."""
-
-    name = "none"
-
-    def __init__(self, work_s: float) -> None:
-        self._work_s = work_s
-
-    def interval_s(self) -> float:
-        return self._work_s
-
-    def record_checkpoint(self, cost_s: float) -> None:
-        pass
-
-    def record_uptime(self, seconds: float) -> None:
-        pass
-
-    def record_interruption(self) -> None:
-        pass
