@@ -1,0 +1,236 @@
+"""The batch-size optimizer: pruning walk, early-stop threshold, Thompson sampling, store."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from greenml.errors import ConfigError
+from greenml.optimize.batch_size import NAMESPACE, BatchSizeOptimizer
+from greenml.store import open_store
+
+PG_URL = os.environ.get("GREENML_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+SIZES = [8, 16, 32, 64, 128]
+P_MAX = 300.0
+
+
+def make(store: object = None, **kw: object) -> BatchSizeOptimizer:
+    args: dict[str, object] = {"max_power_w": P_MAX, "eta": 0.5, "beta": 2.0, "seed": 7}
+    args.update(kw)
+    return BatchSizeOptimizer("nightly", SIZES, 32, store=store, **args)  # type: ignore[arg-type]
+
+
+def run_at(cost: float) -> tuple[float, float]:
+    """Energy and time of a run whose cost (eta 0.5, P_max 300 W) is ``cost``: 200 W for T."""
+    time_s = cost / (0.5 * 200.0 + 0.5 * P_MAX)
+    return 200.0 * time_s, time_s
+
+
+def report(bso: BatchSizeOptimizer, size: int, cost: float, reached: bool = True) -> None:
+    bso.report(size, *run_at(cost), reached=reached)
+
+
+class Job:
+    """A recurring job: each size has a true mean cost and 10 % lognormal noise."""
+
+    def __init__(self, means: dict[int, float], seed: int = 1) -> None:
+        self.means = means
+        self.rng = random.Random(seed)
+
+    def recur(self, bso: BatchSizeOptimizer) -> int:
+        size = bso.get_batch_size()
+        mean = self.means[size]
+        cost = mean * math.exp(self.rng.gauss(0.0, 0.1)) if mean else 0.0
+        limit = bso.stop_cost_j()
+        if not mean or (limit is not None and cost > limit):  # never reaches: stopped
+            report(bso, size, limit if limit is not None else 1e6, reached=False)
+        else:
+            report(bso, size, cost)
+        return size
+
+
+def test_the_walk_goes_down_from_the_default_then_up() -> None:
+    bso = make()
+    seen = []
+    for cost in (100.0, 90.0, 95.0, 99.0, 120.0):
+        assert bso.snapshot().pruning
+        size = bso.get_batch_size()
+        seen.append(size)
+        report(bso, size, cost)
+    assert seen == [32, 16, 8, 64, 128]
+    assert bso.snapshot().pruning is False
+    assert bso.snapshot().survivors == SIZES
+
+
+def test_a_failure_ends_its_direction_and_is_pruned() -> None:
+    bso = make()
+    report(bso, 32, 100.0)
+    report(bso, 16, 90.0)
+    assert bso.get_batch_size() == 8
+    report(bso, 8, 40.0, reached=False)  # cut early at beta x best
+    assert bso.get_batch_size() == 64  # down walk over, now up
+    report(bso, 64, 200.0, reached=False)
+    snap = bso.snapshot()
+    assert not snap.pruning
+    assert snap.survivors == [16, 32]
+    assert bso.get_batch_size() in (16, 32)
+    # a failure counts as at least the threshold it was stopped at: 2 x best (90)
+    assert math.exp(snap.log_costs[8][0]) == pytest.approx(180.0)
+    assert math.exp(snap.log_costs[64][0]) == pytest.approx(200.0)
+
+
+def test_two_rises_past_halfway_to_the_threshold_turn_the_walk() -> None:
+    bso = BatchSizeOptimizer("j", [8, 16, 32, 64, 128, 256], 128, max_power_w=P_MAX, seed=1)
+    report(bso, 128, 100.0)
+    report(bso, 64, 120.0)  # first rise
+    report(bso, 32, 160.0)  # second rise, above (1 + 2) / 2 x 100
+    assert bso.get_batch_size() == 256  # 16 and 8 are not paid for
+    report(bso, 256, 130.0)
+    assert bso.snapshot().survivors == [32, 64, 128, 256]
+
+
+def test_one_noisy_rise_does_not_turn_the_walk() -> None:
+    bso = BatchSizeOptimizer("j", [8, 16, 32, 64, 128], 128, max_power_w=P_MAX, seed=1)
+    report(bso, 128, 100.0)
+    report(bso, 64, 170.0)  # a bad draw, but a single rise
+    assert bso.get_batch_size() == 32
+    report(bso, 32, 150.0)  # falls again
+    assert bso.get_batch_size() == 16
+
+
+def test_early_stop_threshold_is_beta_times_the_best_cost() -> None:
+    bso = make(beta=1.5)
+    assert bso.stop_cost_j() is None
+    assert bso.should_stop(1e9, 1e9) is False
+    report(bso, 32, 400.0)
+    report(bso, 16, 300.0)
+    report(bso, 8, 100.0, reached=False)  # failures never set the best
+    assert bso.stop_cost_j() == pytest.approx(450.0)
+    assert bso.should_stop(*run_at(460.0))
+    assert not bso.should_stop(*run_at(440.0))
+
+
+def test_thompson_sampling_settles_on_the_cheapest_size() -> None:
+    job = Job({8: 0.0, 16: 150.0, 32: 120.0, 64: 100.0, 128: 135.0})
+    bso = make()
+    picks = [job.recur(bso) for _ in range(80)]
+    assert bso.snapshot().survivors == [16, 32, 64, 128]
+    assert picks[-40:].count(64) >= 34, picks[-40:]
+    assert bso.best_batch_size() == 64
+
+
+def test_draws_are_reproducible_and_depend_on_the_seed() -> None:
+    job_a, job_b = Job({b: 100.0 + b % 3 for b in SIZES}), Job({b: 100.0 + b % 3 for b in SIZES})
+    a, b = make(seed=3), make(seed=3)
+    assert [job_a.recur(a) for _ in range(30)] == [job_b.recur(b) for _ in range(30)]
+    assert a.get_batch_size() == a.get_batch_size()  # asking twice gives the same answer
+    other = [make(seed=s) for s in range(6)]
+    costs = dict(zip(SIZES, (101.0, 100.0, 102.0, 100.5, 101.5), strict=True))
+    for bso in other:
+        while bso.snapshot().pruning:
+            size = bso.get_batch_size()
+            report(bso, size, costs[size])
+    assert len({bso.get_batch_size() for bso in other}) > 1  # near-equal sizes: draws differ
+
+
+def test_a_concurrent_run_of_another_size_is_learnt_but_keeps_the_walk() -> None:
+    bso = make()
+    report(bso, 32, 100.0)
+    report(bso, 128, 90.0)  # launched concurrently with the best known size elsewhere
+    assert bso.get_batch_size() == 16
+    assert bso.snapshot().best_cost == pytest.approx(90.0)
+    assert bso.stop_cost_j() == pytest.approx(180.0)
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"eta": 1.5}, "eta"),
+        ({"beta": 1.0}, "beta"),
+        ({"max_power_w": 0}, "max_power_w"),
+        ({"prior_log_std": 0}, "prior_log_std"),
+    ],
+)
+def test_bad_settings_are_config_errors(kw: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        make(**kw)
+
+
+def test_bad_reports_and_sizes_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="default batch size 48"):
+        BatchSizeOptimizer("j", SIZES, 48, max_power_w=P_MAX)
+    with pytest.raises(ConfigError, match="positive integers"):
+        BatchSizeOptimizer("j", [0, 8], 8, max_power_w=P_MAX)
+    bso = make()
+    with pytest.raises(ConfigError, match="batch size 48"):
+        bso.report(48, 1.0, 1.0, True)
+    with pytest.raises(ConfigError, match="finite and >= 0"):
+        bso.report(32, -1.0, 1.0, True)
+    with pytest.raises(ConfigError, match="taken some time"):
+        bso.report(32, 0.0, 0.0, True)
+
+
+# -- the state in the run store -------------------------------------------------------
+
+
+def _pg_unavailable(reason: str) -> None:
+    message = f"PostgreSQL not reachable at {PG_URL} ({reason}); set GREENML_TEST_PG_URL"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh store URL: a SQLite file, or a throwaway schema of a real PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'greenml.db'}"
+        return
+    try:
+        import psycopg
+    except ImportError:
+        _pg_unavailable("psycopg not installed")
+    try:
+        psycopg.connect(PG_URL, connect_timeout=5).close()
+    except psycopg.Error as exc:
+        _pg_unavailable(" ".join(str(exc).split()))
+    schema = f"greenml_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    yield f"{PG_URL}?options=-csearch_path%3D{schema}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def test_state_survives_reopening_the_store(store_url: str) -> None:
+    """A job that reopens the store each recurrence picks what an uninterrupted one picks."""
+    means = {8: 0.0, 16: 130.0, 32: 110.0, 64: 100.0, 128: 125.0}
+    memory, job_a = make(), Job(means, seed=5)
+    expected = [job_a.recur(memory) for _ in range(25)]
+    job_b = Job(means, seed=5)
+    got = [job_b.recur(make(store=store_url)) for _ in range(25)]  # a new process each time
+    assert got == expected
+    with open_store(store_url) as store:
+        state = store.get_state(NAMESPACE, "nightly")
+        assert state is not None and len(state["runs"]) == 25
+        again = make(store=store)  # an open Store works as well as a URL
+        assert again.get_batch_size() == memory.get_batch_size()
+        assert again.snapshot().survivors == [16, 32, 64, 128]
+
+
+def test_a_stored_job_with_other_sizes_is_refused_until_reset(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    report(make(store=url), 32, 100.0)
+    with pytest.raises(ConfigError, match=r"explored with batch sizes \[8, 16, 32, 64, 128\]"):
+        BatchSizeOptimizer("nightly", [16, 32], 32, max_power_w=P_MAX, store=url)
+    bso = make(store=url)
+    bso.reset()
+    assert bso.snapshot().best_cost == math.inf
+    assert bso.get_batch_size() == 32
+    BatchSizeOptimizer("other-job", [16, 32], 32, max_power_w=P_MAX, store=url)  # own key
