@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.stamp-test
 CHROMIUM_STAMP := $(VENV)/.stamp-chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench bench-zeus clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,17 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/accounting_speed.py
 	$(BIN)/python benchmarks/diagnose_speed.py
 	$(BIN)/python benchmarks/scrape_speed.py
+	$(BIN)/python benchmarks/forecast_skill.py
+	$(BIN)/python benchmarks/replay_speed.py
+	$(BIN)/python benchmarks/spot_checkpointing.py
+	$(BIN)/python benchmarks/resilience_checkpoint.py
+	$(BIN)/python benchmarks/semantic_cache_speed.py
+	$(BIN)/python benchmarks/redis_cache_speed.py
+	$(BIN)/python benchmarks/middleware_overhead.py
+
+# Zeus's own simulator side by side (installs zeus==0.16.0 into a throwaway venv; ~5 min).
+bench-zeus: $(TEST_STAMP)
+	$(BIN)/python benchmarks/zeus_simulator.py --seeds 10
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
