@@ -212,8 +212,7 @@ class Meter:
             raise WindowError(f"window {name!r} was not begun")
         if sync_execution:
             self._sync()
-        counters = self._read_counters()  # then the clock: the window spans what they counted
-        measurement = self._measure(name, begin, self._clock(), counters)
+        measurement = self._measure(name, begin, self._clock(), self._read_counters())
         if self._publish:
             _publish(measurement)
         return measurement
@@ -223,8 +222,7 @@ class Meter:
         begin = self._windows.get(name)
         if begin is None:
             raise WindowError(f"window {name!r} is not open")
-        counters = self._read_counters()
-        return self._measure(name, begin, self._clock(), counters)
+        return self._measure(name, begin, self._clock(), self._read_counters())
 
     @contextmanager
     def window(self, name: str, sync_execution: bool = True) -> Iterator[WindowHandle]:
