@@ -29,3 +29,19 @@ class StoreError(GreenmlError):
 
 class RunNotFound(StoreError):
     """No stored run matches the given id or prefix."""
+
+
+class CheckpointError(GreenmlError):
+    """A checkpoint could not be written, read, or restored."""
+
+
+class PowerLimitError(GreenmlError):
+    """A GPU power limit could not be set."""
+
+
+class PowerLimitPermissionError(PowerLimitError):
+    """NVML refused to set a power limit: the process lacks root / CAP_SYS_ADMIN."""
+
+
+class PowerLimitUnsupported(PowerLimitError):
+    """The GPU or driver does not allow power limits to be set."""

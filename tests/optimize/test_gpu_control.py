@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from greenml.errors import ConfigError, SensorUnavailable
-from greenml.optimize.gpu_control import (
-    GpuControl,
+from greenml.errors import (
+    ConfigError,
     PowerLimitPermissionError,
     PowerLimitUnsupported,
-    load_nvml,
+    SensorUnavailable,
 )
+from greenml.optimize.gpu_control import GpuControl, load_nvml
 from greenml.optimize.gpu_state import default_state_file, read_state, restore_from_state
 from tests.fakes.fake_pynvml import FakeClock, FakeNvml, h100, v100
 from tests.optimize.fake_gpus import UUIDS, v100s

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from greenml.errors import ConfigError
+from greenml.errors import ConfigError, PowerLimitPermissionError
 from greenml.meter import Meter
-from greenml.optimize.gpu_control import PowerLimitPermissionError
 from greenml.optimize.gpu_state import read_state
 from greenml.optimize.power_limit import PowerLimitOptimizer
 from greenml.optimize.power_plan import profile_limits

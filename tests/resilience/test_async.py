@@ -11,9 +11,10 @@ from typing import IO
 
 import pytest
 
+from greenml.errors import CheckpointError
 from greenml.resilience.checkpointer import Checkpointer
 from greenml.resilience.serialize import snapshot
-from greenml.resilience.storage import CheckpointError, LocalStorage, Writer
+from greenml.resilience.storage import LocalStorage, Writer
 
 torch = pytest.importorskip("torch")
 

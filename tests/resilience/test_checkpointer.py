@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from greenml.errors import ConfigError
+from greenml.errors import CheckpointError, ConfigError
 from greenml.resilience.checkpointer import Checkpointer, step_directory
 from greenml.resilience.manifest import Manifest
-from greenml.resilience.storage import CheckpointError
 
 torch = pytest.importorskip("torch")
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from greenml.errors import ConfigError
+from greenml.errors import CheckpointError, ConfigError
 from greenml.resilience.checkpointer import Checkpointer
-from greenml.resilience.storage import CheckpointError, FsspecStorage
+from greenml.resilience.storage import FsspecStorage
 
 fsspec = pytest.importorskip("fsspec")
 torch = pytest.importorskip("torch")

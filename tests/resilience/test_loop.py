@@ -134,7 +134,7 @@ def test_resuming_with_another_model_names_the_keys(tmp_path: Path) -> None:
 def test_a_failed_save_stops_training(tmp_path: Path) -> None:
     class Broken(Checkpointer):
         def save(self, state: Any, **kwargs: Any) -> SaveResult:
-            from greenml.resilience.storage import CheckpointError
+            from greenml.errors import CheckpointError
 
             raise CheckpointError("cannot write checkpoint: no space left on the device")
 

@@ -22,7 +22,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from greenml.errors import ConfigError, GreenmlError
+from greenml.errors import (
+    ConfigError,
+    GreenmlError,
+    PowerLimitPermissionError,
+    PowerLimitUnsupported,
+)
 from greenml.optimize.gpu_state import (
     default_state_file,
     locked,
@@ -41,14 +46,6 @@ PRIVILEGE_HINT = (
     "or set the limit yourself where sudo allows nvidia-smi (sudo nvidia-smi -i {uuid} -pl "
     "WATTS); --dry-run shows the plan without setting anything"
 )
-
-
-class PowerLimitPermissionError(GreenmlError):
-    """NVML refused to set a power limit: the process lacks root / CAP_SYS_ADMIN."""
-
-
-class PowerLimitUnsupported(GreenmlError):
-    """The GPU or driver does not allow power limits to be set."""
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from greenml.errors import ConfigError
+from greenml.errors import ConfigError, PowerLimitPermissionError
 from greenml.measurement import Measurement, weakest_method
 from greenml.optimize.ddp import all_reduce, local_rank, process_group
 from greenml.optimize.exit_guard import ExitGuard
-from greenml.optimize.gpu_control import GpuControl, PowerLimitPermissionError
+from greenml.optimize.gpu_control import GpuControl
 from greenml.optimize.objective import LimitProfile, check_eta, pick_power_limit
 from greenml.optimize.power_plan import PowerPlan, limits_to_profile
 

@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, TypeVar
 
-from greenml.errors import ConfigError
+from greenml.errors import CheckpointError, ConfigError
 from greenml.resilience.manifest import (
     MANIFEST_NAME,
     FileEntry,
@@ -44,7 +44,7 @@ from greenml.resilience.manifest import (
     write_manifest,
 )
 from greenml.resilience.serialize import snapshot, torch_writer
-from greenml.resilience.storage import CheckpointError, Storage, open_storage
+from greenml.resilience.storage import Storage, open_storage
 
 log = logging.getLogger("greenml")
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import IO, Any
 
-from greenml.resilience.storage import CheckpointError, Storage, read_chunks
+from greenml.errors import CheckpointError
+from greenml.resilience.storage import Storage, read_chunks
 
 MANIFEST_NAME = "manifest.json"
 FORMAT = "greenml-checkpoint/1"

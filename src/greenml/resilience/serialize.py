@@ -14,8 +14,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
+from greenml.errors import CheckpointError
 from greenml.resilience.manifest import FileEntry, HashingWriter
-from greenml.resilience.storage import CheckpointError
 
 
 def torch_writer(

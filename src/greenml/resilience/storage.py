@@ -26,16 +26,12 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from greenml.errors import ConfigError, GreenmlError
+from greenml.errors import CheckpointError, ConfigError, GreenmlError
 
 Writer = Callable[[IO[bytes]], None]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _CHUNK_BYTES = 1 << 20
-
-
-class CheckpointError(GreenmlError):
-    """A checkpoint could not be written, read, or restored."""
 
 
 class Storage(Protocol):
