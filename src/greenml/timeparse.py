@@ -12,24 +12,26 @@ _UNITS_S = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 60
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*(min|s|m|h|d|w)", re.IGNORECASE)
 
 
-def parse_duration_s(text: str, what: str = "duration") -> float:
-    """``30`` (seconds), ``90m``, ``1.5h``, ``2h30m``, ``1d`` → seconds (> 0).
+def parse_duration_s(text: str, what: str = "duration", *, allow_zero: bool = False) -> float:
+    """``30`` (seconds), ``90m``, ``1.5h``, ``2h30m``, ``1d`` → seconds.
 
     Raises:
-        ConfigError: Not a duration, or not positive.
+        ConfigError: Not a duration, or not positive (zero allowed with ``allow_zero``).
     """
     raw = text.strip().lower().replace(" ", "")
+    body = raw.lstrip("+-")
     try:
-        seconds = float(raw)
+        seconds = float(body)
     except ValueError:
-        parts = _PART.findall(raw)
-        if not parts or "".join(n + u for n, u in parts) != raw:
-            raise ConfigError(
-                f"{what} {text!r} is not a duration (examples: 45m, 4h, 1d12h, 3600)"
-            ) from None
+        parts = _PART.findall(body)
+        if not parts or "".join(n + u for n, u in parts) != body:
+            example = "90m, 4h, 1d12h or 3600"
+            raise ConfigError(f"{what} {text!r} is not a duration like {example}") from None
         seconds = sum(float(n) * _UNITS_S[u] for n, u in parts)
-    if not (seconds > 0 and math.isfinite(seconds)):
-        raise ConfigError(f"{what} must be longer than zero, not {text!r}")
+    if raw.startswith("-") and seconds != 0:
+        seconds = -seconds
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
+        raise ConfigError(f"{what} must be a positive duration, not {text!r}")
     return seconds
 
 

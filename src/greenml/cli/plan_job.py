@@ -136,7 +136,7 @@ def _job(opts: dict[str, Any]) -> tuple[Any, Any]:
     common = {
         "interruptible": opts["interruptible"],
         "max_pieces": opts["max_pieces"],
-        "min_chunk_s": _duration(opts["min_chunk"], "--min-chunk", parse_duration_s),
+        "min_chunk_s": parse_duration_s(opts["min_chunk"], "--min-chunk"),
     }
     if opts["energy_kwh"] is not None:
         if opts["duration"]:
@@ -147,15 +147,8 @@ def _job(opts: dict[str, Any]) -> tuple[Any, Any]:
         return Job.from_energy(energy_j, opts["power_w"], start, deadline, **common), now
     if not opts["duration"]:
         raise ConfigError("give --duration (e.g. 4h) or --energy-kwh with --power-w")
-    duration_s = _duration(opts["duration"], "--duration", parse_duration_s)
+    duration_s = parse_duration_s(opts["duration"], "--duration")
     return Job(duration_s, start, deadline, opts["power_w"], **common), now
-
-
-def _duration(text: str, what: str, parse: Any) -> float:
-    if text.strip().startswith("-"):
-        raise ConfigError(f"{what} must be longer than zero, not {text!r}")
-    seconds: float = parse(text, what)
-    return seconds
 
 
 def _assign(items: tuple[str, ...], candidates: list[str], what: str) -> dict[str, list[str]]:

@@ -9,20 +9,17 @@ case is an error with a hint, never a silent "start now".
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import ConfigError
+from greenml.timeparse import parse_duration_s, parse_instant
 
 if TYPE_CHECKING:
     from greenml.schedule.job import Job
     from greenml.schedule.planner import Plan
 
-_UNITS_S = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(min|s|m|h|d)", re.IGNORECASE)
 _FORECASTER_HISTORY_S = 42 * 86400.0  # the least history the seasonal forecaster fits on
 NEEDS_HOURLY = (
     "waiting for green needs hourly intensities: pass --intensity-trace CSV (the zone's "
@@ -222,45 +219,10 @@ def forecast_input(request: GreenRequest, start_s: float, end_s: float) -> tuple
     raise ConfigError(f"only a yearly mean is known for {location}; {NEEDS_HOURLY}")
 
 
-def parse_duration_s(text: str, what: str, *, allow_zero: bool = False) -> float:
-    """``90m``, ``4h``, ``1h30m``, ``1d``, ``45s`` or plain seconds → seconds.
-
-    Raises:
-        ConfigError: Not a duration, or zero/negative (unless ``allow_zero``).
-    """
-    raw = text.strip()
-    sign = -1.0 if raw.startswith("-") else 1.0
-    try:
-        seconds = float(raw)
-    except ValueError:
-        body = raw.lstrip("+-")
-        parts = _DURATION.findall(body)
-        if not parts or _DURATION.sub("", body).strip():
-            raise ConfigError(f"{what} {text!r} is not a duration like 90m, 4h or 1d") from None
-        seconds = sign * sum(float(n) * _UNITS_S[u.lower()] for n, u in parts)
-    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
-        raise ConfigError(f"{what} must be a positive duration, not {text!r}")
-    return seconds
-
-
 def parse_time_s(text: str, now_s: float, what: str) -> float:
-    """An ISO 8601 time with ``Z`` or an offset, or ``+DURATION`` from now → Unix seconds.
-
-    Raises:
-        ConfigError: Not a time, or a time without a time zone.
-    """
-    raw = text.strip()
-    if raw.startswith("+"):
-        return now_s + parse_duration_s(raw[1:], what)
-    try:
-        moment = datetime.fromisoformat(raw[:-1] + "+00:00" if raw[-1:] in "Zz" else raw)
-    except ValueError:
-        raise ConfigError(
-            f"{what} {text!r} is not a time: use ISO 8601 like 2026-11-23T08:00Z, or +8h"
-        ) from None
-    if moment.tzinfo is None:
-        raise ConfigError(f"{what} {text!r} has no time zone: add Z (UTC) or an offset like +01:00")
-    return moment.timestamp()
+    """An ISO 8601 time with ``Z`` or an offset, or ``+DURATION`` from now → Unix seconds."""
+    now = datetime.fromtimestamp(now_s, tz=timezone.utc)
+    return parse_instant(text, what, now=now).timestamp()
 
 
 def _duration(request: GreenRequest) -> tuple[float, str]:
