@@ -38,22 +38,13 @@ import time
 from pathlib import Path
 
 from greenml.optimize.simulate import simulate
-from greenml.optimize.zeus_trace import ZEUS_JOBS, load_workload
+from greenml.optimize.zeus_trace import POWER_COLUMNS, ZEUS_JOBS, load_workload
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "zeus_traces"
 ZEUS_VENV = Path(
     os.environ.get("GREENML_ZEUS_VENV", "~/.cache/greenml-bench/zeus-venv")
 ).expanduser()
 ZEUS_VERSION = "0.16.0"
-HEADER = (
-    "dataset",
-    "network",
-    "batch_size",
-    "optimizer",
-    "power_limit",
-    "time_per_epoch",
-    "average_power",
-)
 
 # Runs inside the Zeus venv: JSON tasks on stdin, one JSON result per line on stdout.
 ZEUS_DRIVER = r"""
@@ -132,7 +123,7 @@ def derive_power_trace(v100: Path, out: Path, kind: str) -> None:
     limits = [low + (high - low) * i / (levels - 1) for i in range(levels)]
     with out.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(HEADER)
+        writer.writerow(POWER_COLUMNS)
         for (dataset, network, optimizer), tops in groups.items():
             sizes = sorted(tops)
             span = math.log(sizes[-1] / sizes[0]) or 1.0
