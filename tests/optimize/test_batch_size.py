@@ -6,7 +6,7 @@ import math
 import os
 import random
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -146,6 +146,59 @@ def test_a_concurrent_run_of_another_size_is_learnt_but_keeps_the_walk() -> None
     assert bso.get_batch_size() == 16
     assert bso.snapshot().best_cost == pytest.approx(90.0)
     assert bso.stop_cost_j() == pytest.approx(180.0)
+
+
+def epoch_job(
+    per_epoch: dict[int, float], epochs: dict[int, tuple[int, ...]], seed: int
+) -> Callable[[BatchSizeOptimizer, bool], int]:
+    """A job whose run costs (cost per epoch, 1 % noise) x (epochs drawn from a size's list)."""
+    rng = random.Random(seed)
+
+    def recur(bso: BatchSizeOptimizer, with_epochs: bool) -> int:
+        size = bso.get_batch_size()
+        count = rng.choice(epochs[size])
+        cost = per_epoch[size] * math.exp(rng.gauss(0.0, 0.01)) * count
+        bso.report(size, *run_at(cost), True, epochs=count if with_epochs else None)
+        return size
+
+    return recur
+
+
+def test_a_shared_epoch_count_is_learnt_from_every_size() -> None:
+    """Every size needs 4 or 5 epochs at random (as on SQuAD): the cost per epoch decides."""
+    per_epoch = {8: 14.0, 16: 12.0, 32: 10.0, 64: 11.0, 128: 13.0}
+    shared = {b: (4, 5) for b in SIZES}
+    dearer = {}
+    for with_epochs in (False, True):
+        dearer[with_epochs] = 0
+        for seed in range(10):
+            recur = epoch_job(per_epoch, shared, seed)
+            bso = make(seed=seed)
+            picks = [recur(bso, with_epochs) for _ in range(40)]
+            dearer[with_epochs] += sum(1 for b in picks[len(SIZES) :] if b != 32)
+            assert bso.snapshot().all_epochs is with_epochs
+    assert dearer[True] * 3 < dearer[False], dearer
+
+
+def test_a_size_cheapest_per_epoch_but_needing_twice_the_epochs_is_not_chosen() -> None:
+    per_epoch = {8: 1.3, 16: 1.15, 32: 1.0, 64: 0.6, 128: 1.2}
+    epochs = {b: (9, 10, 11) for b in SIZES} | {64: (18, 20, 22)}
+    recur = epoch_job(per_epoch, epochs, 3)
+    bso = make()
+    picks = [recur(bso, True) for _ in range(40)]
+    assert picks[-20:].count(64) <= 2, picks[-20:]
+    assert picks[-20:].count(32) >= 16, picks[-20:]
+    assert bso.best_batch_size() == 32
+
+
+def test_epochs_must_be_finite_and_not_negative() -> None:
+    bso = make()
+    with pytest.raises(ConfigError, match="epochs"):
+        bso.report(32, 1.0, 1.0, True, epochs=-1)
+    with pytest.raises(ConfigError, match="epochs"):
+        bso.report(32, 1.0, 1.0, True, epochs=math.inf)
+    bso.report(32, 1.0, 1.0, True, epochs=3)
+    assert bso.snapshot().log_epochs[32] == [pytest.approx(math.log(3))]
 
 
 @pytest.mark.parametrize(

@@ -215,7 +215,7 @@ def simulate(
             )
             if run.epochs == 0:  # never started: its limits are profiled when it next runs
                 limits.pop(batch_size, None)
-            bso.report(batch_size, run.energy_j, run.time_s, run.reached)
+            bso.report(batch_size, run.energy_j, run.time_s, run.reached, epochs=run.epochs)
             history.append(run)
             if run.reached:
                 break
