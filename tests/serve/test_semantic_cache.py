@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,7 +35,8 @@ class TableEmbedder:
             elif text == "base":
                 out[i, 0] = 1.0
             else:
-                out[i, 2 + hash(text) % (self.dim - 2)] = 1.0
+                # crc32, not hash(): str hashes change with PYTHONHASHSEED per process.
+                out[i, 2 + zlib.crc32(text.encode()) % (self.dim - 2)] = 1.0
         return out
 
 
