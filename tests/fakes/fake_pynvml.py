@@ -13,7 +13,8 @@ integrates that power over the history of limits. Limits are set with
 ``nvmlDeviceSetPowerManagementLimit``: out of range is InvalidArgument and an
 unprivileged caller gets NoPermission, as from the real library. With a
 ``state_path`` the limits live in a JSON file, so several processes (a training
-process and a later ``greenml gpu restore``) see the same GPU.
+process and a later ``greenml gpu restore``) see the same GPU. Such a GPU may
+also :meth:`FakeNvml.wait` at a collective, drawing its ``wait_power_w`` meanwhile.
 """
 
 from __future__ import annotations
@@ -122,6 +123,10 @@ class FakeGpuSpec:
     errors: dict[str, str] = field(default_factory=dict)
     # (power limit W, power W, step time s) rows, limits ascending: a busy GPU
     limit_curve: Sequence[tuple[float, float, float]] = ()
+    # power while a curve-driven GPU waits for the other ranks at a collective
+    wait_power_w: float | None = None
+    # step time multiplier of a curve-driven GPU: a straggler (throttling, a slow host)
+    slowdown: float = 1.0
 
     def curve_at(self, limit_w: float) -> tuple[float, float]:
         """(power W, step time s) of ``limit_curve`` at ``limit_w``, linear between rows."""
@@ -255,6 +260,8 @@ class FakeNvml:
         self.calls: Counter[str] = Counter()
         # per GPU: (clock time, limit W) from which that limit was in force
         self.limit_history = [[(-math.inf, self._limit_w(spec))] for spec in self.gpus]
+        # per GPU: (start, end) clock times it spent waiting at a collective
+        self.waits: list[list[tuple[float, float]]] = [[] for _ in self.gpus]
 
     def __getattr__(self, name: str) -> Any:  # NVMLError_NotSupported & co.
         if name.startswith("NVMLError_") and name[10:] in ERRORS:
@@ -406,12 +413,30 @@ class FakeNvml:
             lo, hi = max(t0, start), min(t1, end)
             if hi > lo:
                 total += spec.curve_at(limit_w)[0] * (hi - lo)
+                for w0, w1 in self.waits[index]:  # waiting draws wait power, not the curve's
+                    overlap = min(hi, w1) - max(lo, w0)
+                    if overlap > 0:
+                        assert spec.wait_power_w is not None
+                        total -= (spec.curve_at(limit_w)[0] - spec.wait_power_w) * overlap
         return total
+
+    def wait(self, seconds: float, index: int = 0) -> None:
+        """GPU ``index`` waits ``seconds`` at a collective (the clock moves) at its wait power.
+
+        Other curve-driven GPUs of this fake keep computing meanwhile: give each
+        rank of a data-parallel test its own fake.
+        """
+        if self.gpus[index].wait_power_w is None:
+            raise ValueError(f"GPU {index} has no wait_power_w to wait at")
+        start = self.clock()
+        self.clock.advance(seconds)  # type: ignore[attr-defined]  # a ManualClock
+        if seconds > 0:
+            self.waits[index].append((start, start + seconds))
 
     def step_time_s(self, index: int = 0) -> float:
         """How long one training step takes on GPU ``index`` at its current limit."""
         spec = self.gpus[index]
-        return spec.curve_at(self._limit_w(spec))[1]
+        return spec.curve_at(self._limit_w(spec))[1] * spec.slowdown
 
     def run_step(self) -> float:
         """One synchronous step on every curve-driven GPU: the clock moves by the slowest."""
