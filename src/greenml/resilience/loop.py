@@ -17,6 +17,10 @@ notice takes an emergency checkpoint at the next boundary and exits with
 :data:`~greenml.resilience.signals.EXIT_REQUEUE` (75). A last checkpoint marks
 the run finished, so running a finished job again yields nothing.
 
+Under ``torch.distributed`` the ranks agree at each step boundary (see
+:mod:`greenml.resilience.distributed`): all checkpoint at the same step, only
+rank 0 writes, and all exit together after an interruption on any rank.
+
 Exact resume needs the data to be a function of the restored state: draw
 batches with the given ``generator``, or keep the position in ``data_state``
 (or a stateful sampler), and do not consume random numbers outside the loop
@@ -30,7 +34,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from greenml.errors import ConfigError
-from greenml.resilience.checkpointer import Checkpointer
+from greenml.resilience.checkpointer import Checkpointer, Loaded
+from greenml.resilience.distributed import (
+    RANKS_KEY,
+    StepAgreement,
+    detect,
+    rank_state,
+    restore_rank_state,
+)
 from greenml.resilience.policy import IntervalPolicy
 from greenml.resilience.session import Interrupts, Session
 from greenml.resilience.state import TrainingState
@@ -53,6 +64,9 @@ def resilient_steps(
     steps_per_epoch: int | None = None,
     policy: IntervalPolicy | None = None,
     interrupts: Interrupts | None = None,
+    distributed: bool | None = None,
+    group: Any = None,
+    sync_every: int = 1,
 ) -> Iterator[int]:
     """Yield the steps still to run, with checkpoints, resume and interruption handling.
 
@@ -66,10 +80,15 @@ def resilient_steps(
         policy: When to checkpoint (default: every 30 minutes of work).
         interrupts: Signals, termination notices, budget, exit code and clock
             (see :class:`~greenml.resilience.session.Interrupts`).
+        distributed: Agree across ranks (True), never (False), or whenever a
+            ``torch.distributed`` process group is initialized (None).
+        group: The process group whose ranks agree (the default group when None).
+        sync_every: Agree every this many steps (one small ``all_reduce`` each).
 
     Raises:
         ConfigError: Bad arguments, or a checkpoint from another model.
-        CheckpointError: A checkpoint could not be written (training stops).
+        CheckpointError: A checkpoint could not be written (training stops), or
+            the ranks did not resume from the same checkpoint.
     """
     objects = (model, optimizer, scheduler, scaler, generator, sampler, data_state)
     if state is None:
@@ -80,8 +99,9 @@ def resilient_steps(
         raise ConfigError(f"total_steps must be >= 0, not {total_steps}")
     if steps_per_epoch is not None and steps_per_epoch < 1:
         raise ConfigError(f"steps_per_epoch must be >= 1, not {steps_per_epoch}")
+    sync = detect(distributed, group, sync_every)
     session = Session(policy, interrupts)
-    runner = _Runner(checkpointer, state, session, total_steps, steps_per_epoch)
+    runner = _Runner(checkpointer, state, session, total_steps, steps_per_epoch, sync)
     session.start()
     try:
         yield from runner.run()
@@ -97,7 +117,9 @@ class _Runner:
         session: Session,
         total_steps: int,
         steps_per_epoch: int | None,
+        sync: StepAgreement | None = None,
     ) -> None:
+        self.sync = sync
         self.checkpointer = checkpointer
         self.state = state
         self.session = session
@@ -110,27 +132,49 @@ class _Runner:
 
     def run(self) -> Iterator[int]:
         step = self.resume()
-        cadence = self.session.cadence
         while True:
-            if self.session.interrupted:
+            stop, due = self.boundary(step)
+            if stop:
                 self.emergency(step)
                 return
             if step >= self.total_steps:
                 break
+            if due and self.last_saved != step:
+                self.save(step, "periodic")
             yield step
             step += 1
-            if not self.session.interrupted and step < self.total_steps and cadence.due():
-                self.save(step, "periodic")
         if self.last_saved != step:
             self.save(step, "final")
         self.checkpointer.wait()
 
+    def boundary(self, step: int) -> tuple[bool, bool]:
+        """Whether to stop, and whether a periodic checkpoint is due, at this boundary."""
+        session = self.session
+        due = step < self.total_steps and session.cadence.due()
+        if self.sync is None:
+            return session.interrupted, due and not session.interrupted
+        if not self.sync.syncs_at(step, self.total_steps):
+            return False, False
+        interruption = session.guard.interruption
+        left_s = interruption.remaining_s() if interruption is not None else None
+        decision = self.sync.decide(session.interrupted, due, left_s)
+        if decision.stop and not session.interrupted:  # another rank was interrupted
+            session.guard.request(f"interruption of rank {decision.source_rank}", decision.budget_s)
+        return decision.stop, decision.due and not decision.stop
+
     def resume(self) -> int:
-        loaded = self.checkpointer.load_latest()
+        try:
+            loaded = self.checkpointer.load_latest()
+            step = 0 if loaded is None else self.restore(loaded)
+        except Exception:
+            if self.sync is not None:
+                self.sync.agree_resume(None, failed=True)
+            raise
+        if self.sync is not None:
+            self.sync.agree_resume(None if loaded is None else step, failed=False)
         if loaded is None:
             self.session.cadence.restart()
             return 0
-        step, _epoch = self.state.restore(loaded.state)
         self.last_saved = step
         unfinished = step < self.total_steps
         self.session.cadence.resumed(loaded.info.extra, interrupted=unfinished)
@@ -143,15 +187,53 @@ class _Runner:
         )
         return step
 
+    def restore(self, loaded: Loaded) -> int:
+        step, _epoch = self.state.restore(loaded.state)
+        sync = self.sync
+        if sync is not None and not restore_rank_state(self.state, loaded.state, sync.rank):
+            log.warning(
+                "checkpoint %s holds no RNG and data state for rank %d; it continues from rank 0's",
+                loaded.info.url,
+                sync.rank,
+            )
+        return step
+
     def save(self, step: int, reason: str) -> None:
         cadence = self.session.cadence
         cadence.save_starting()
-        payload = self.state.collect(step=step, epoch=self.epoch(step))
-        self.checkpointer.save(
-            payload, step=step, epoch=self.epoch(step), reason=reason, extra=cadence.extra()
-        )
+        if self.sync is None:
+            self.write(step, reason, None)
+        else:
+            self.save_together(self.sync, step, reason)
         cadence.save_done()
         self.last_saved = step
+
+    def write(self, step: int, reason: str, ranks: list[Any] | None) -> None:
+        payload = self.state.collect(step=step, epoch=self.epoch(step))
+        if ranks is not None:
+            payload[RANKS_KEY] = ranks
+        self.checkpointer.save(
+            payload,
+            step=step,
+            epoch=self.epoch(step),
+            reason=reason,
+            extra=self.session.cadence.extra(),
+        )
+
+    def save_together(self, sync: StepAgreement, step: int, reason: str) -> None:
+        """Rank 0 writes (with every rank's RNG and data state); all wait for the outcome."""
+        ranks = sync.gather(rank_state(self.state))
+        if not sync.is_writer:
+            sync.sealed(False, step)
+            return
+        try:
+            self.write(step, reason, ranks)
+            if reason != "periodic":  # about to exit: durable before anyone leaves
+                self.checkpointer.wait()
+        except BaseException:
+            sync.sealed(True, step)
+            raise
+        sync.sealed(False, step)
 
     def emergency(self, step: int) -> None:
         saved = self.last_saved != step
