@@ -15,6 +15,7 @@ from greenml.measurement import COUNTER, ESTIMATED, POWER_INTEGRATED
 from greenml.meter import Meter
 from greenml.sensors.base import Device, Sensor
 from greenml.sensors.fake import FakeDevice, FakeSensor, replay_sensor
+from greenml.timeline import PowerTimeline
 from greenml.tracking import track
 from tests.helpers import ManualClock
 
@@ -258,3 +259,86 @@ def test_replay_sensor_reads_a_trace(tmp_path: Path) -> None:
     bad.write_text("time_s,device,power_w\n0,gpu0,lots\n")
     with pytest.raises(ConfigError, match=r"bad.csv:2"):
         replay_sensor(bad)
+
+
+# ----------------------------------------------------------- incremental timelines
+
+
+WAVE = [(float(t), 100.0 + (t * 53 % 17) * 11.0) for t in range(0, 400, 3)]  # W, uneven
+
+
+def test_timeline_since_returns_the_sample_before_and_the_rest() -> None:
+    clock = ManualClock()
+    meter = meter_for([FakeDevice("cpu0", WAVE, method=POWER_INTEGRATED)], clock)
+    run_for(meter, clock, 20)
+    times, powers = meter.timeline("cpu0")
+    since = times[7] + 0.4
+    part_t, part_p = meter.timeline("cpu0", since)
+    assert part_t == times[7:] and part_p == powers[7:]
+    # at a sample's own time: the one before it too (a µs of margin for the clock offset)
+    assert meter.timeline("cpu0", times[7]) == (times[6:], powers[6:])
+    assert meter.timeline("cpu0", times[0] - 100) == (times, powers)
+
+
+def test_forget_before_keeps_open_windows_exact_and_memory_bounded() -> None:
+    clock = ManualClock()
+    trimmed = meter_for([FakeDevice("cpu0", WAVE, method=POWER_INTEGRATED)], clock)
+    kept = meter_for([FakeDevice("cpu0", WAVE, method=POWER_INTEGRATED)], clock)
+    clock.advance(0.5)  # the windows start between two samples
+    for meter in (trimmed, kept):
+        meter.begin_window("run")
+    lengths = []
+    for step in range(300):
+        clock.advance(1.0)
+        trimmed.sample_now()
+        kept.sample_now()
+        if step == 100:
+            for meter in (trimmed, kept):
+                meter.begin_window("late")
+            clock.advance(0.25)
+        trimmed.forget_before("cpu0", clock() + (1.7e9 - 1000.0) - 5.0)  # Unix: now - 5 s
+        lengths.append(len(trimmed.timeline("cpu0")[0]))
+    late, run = trimmed.end_window("late"), trimmed.end_window("run")
+    assert late.total_j == kept.end_window("late").total_j  # bit for bit
+    assert run.total_j == kept.end_window("run").total_j
+    trace = PowerTimeline()
+    for t, w in WAVE:
+        trace.append(t, w)
+    assert run.total_j == pytest.approx(trace.energy_between(0.5, 300.75), rel=0.01)
+    assert len(kept.timeline("cpu0")[0]) == 301
+    assert max(lengths[20:]) <= 2 * 6 + 2  # 5 s needed at 1 Hz, dropped in halves
+
+
+def test_forget_before_pins_a_counter_window_that_falls_back_to_samples() -> None:
+    clock = ManualClock()
+    meter = meter_for(
+        [FakeDevice("gpu0", [(0, 100)]), FakeDevice("gpu1", [(0, 100)], lost_at_s=5)], clock
+    )
+    meter.begin_window("run")
+    for _ in range(30):
+        run_for(meter, clock, 1)
+        for key in ("gpu0", "gpu1"):
+            meter.forget_before(key, clock() + (1.7e9 - 1000.0))
+    assert len(meter.timeline("gpu0")[0]) <= 3
+    gpu1 = meter.end_window("run").components["gpu"].devices["gpu1"]
+    assert gpu1.energy_j == pytest.approx(400)  # readings up to 4 s, as without forgetting
+    assert "no readings for 26.0 s of 30.0 s" in gpu1.note
+
+
+def test_forget_before_respects_every_holder_until_released() -> None:
+    clock = ManualClock()
+    meter = meter_for([FakeDevice("cpu0", WAVE, method=POWER_INTEGRATED)], clock)
+    run_for(meter, clock, 100)
+    unix = 1.7e9 - 1000.0  # Unix time of ManualClock() == 0
+    assert meter.forget_before("cpu0", unix + 1060.0, holder="archive") == 60
+    assert meter.forget_before("cpu0", unix + 1095.0, holder="server") == 0  # archive holds
+    assert meter.timeline("cpu0")[0][0] == unix + 1060.0
+    meter.release("archive")
+    assert meter.forget_before("cpu0", unix + 1098.0) == 35  # a one-off call: server's mark
+    assert meter.timeline("cpu0")[0][0] == unix + 1095.0
+    meter.release("server")
+    meter.release("never-seen")
+    assert meter.forget_before("cpu0", unix + 1200.0) == 5  # the future: stops at the last sample
+    assert meter.timeline("cpu0")[0] == [unix + 1100.0]
+    with pytest.raises(ValueError, match="finite"):
+        meter.forget_before("cpu0", float("nan"))

@@ -7,6 +7,11 @@ background sampler thread per Meter records. Windows may nest and overlap.
 
 A failing sensor never raises into the user's program: the Meter records the
 gap, labels the affected figures, and logs one warning per device.
+
+A long-lived Meter (a server's) bounds its memory through
+:meth:`Meter.forget_before`: consumers of :meth:`Meter.timeline` say which
+samples they no longer need, and the Meter drops a sample only when no
+consumer and no open window needs it (see that method for how).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -45,6 +50,9 @@ class _Begin:
     mono_s: float
     wall_s: float
     counters: dict[str, float]
+    # energy_at(mono_s) per device, fixed once a sample after mono_s exists;
+    # with it the window no longer needs the samples before its start
+    pinned_j: dict[str, float] = field(default_factory=dict)
 
 
 class _Channel:
@@ -174,6 +182,8 @@ class Meter:
                     self.notes.append(f"{device.key}: {device.note}")
         self._counter_sensors = [s for s in self._sensors if any(d.has_counter for d in s.devices)]
         self._windows: dict[str, _Begin] = {}
+        self._windows_lock = threading.Lock()  # begin_window vs forget_before
+        self._holds: dict[str, dict[str, float]] = {}  # holder → device → monotonic time
         self._counters_read_at = -math.inf
         self._energy_lock = threading.Lock()
         self._samples_lock = threading.Lock()
@@ -202,17 +212,26 @@ class Meter:
             raise WindowError(f"window {name!r} is already open")
         if sync_execution:
             self._sync()
-        mono = self._clock()
-        self._windows[name] = _Begin(mono, mono + self._wall_offset, self._read_counters())
+        with self._windows_lock:  # forget_before sees either this window or a later clock
+            mono = self._clock()
+            self._windows[name] = _Begin(mono, mono + self._wall_offset, self._read_counters())
 
     def end_window(self, name: str, sync_execution: bool = True) -> Measurement:
         """Close a window and return what it measured."""
-        begin = self._windows.pop(name, None)
+        begin = self._windows.get(name)
         if begin is None:
             raise WindowError(f"window {name!r} was not begun")
         if sync_execution:
             self._sync()
-        measurement = self._measure(name, begin, self._clock(), self._read_counters())
+        try:  # measured while still open, so forget_before keeps what it reads
+            measurement = self._measure(name, begin, self._clock(), self._read_counters())
+        finally:
+            with self._windows_lock:
+                ended = self._windows.get(name) is begin
+                if ended:
+                    del self._windows[name]
+        if not ended:
+            raise WindowError(f"window {name!r} was ended twice")
         if self._publish:
             _publish(measurement)
         return measurement
@@ -273,7 +292,12 @@ class Meter:
             )  # no extrapolation into a gap
         if not len(line):
             return DeviceEnergy(0.0, method, 1.0, device.name, "no power reading in this window")
-        energy = line.energy_between(begin.mono_s, covered_end)
+        energy_j = line.energy_at(covered_end)
+        start_j = line.energy_at(begin.mono_s)
+        # Read after it: forget_before pins before it trims, so a trim that made
+        # start_j stale has left its pin here (the same value, kept).
+        start_j = begin.pinned_j.get(channel.device.key, start_j)
+        energy = energy_j - start_j if covered_end > begin.mono_s else 0.0
         # A reading stands for its neighbourhood: over a window only a few sample
         # periods long, the unknown power between readings dominates the error.
         sampling = min(1.0, 0.5 * self._period_s / duration)
@@ -329,10 +353,78 @@ class Meter:
         """Sum of the latest power reading of every device."""
         return sum(ch.timeline.last_power_w or 0.0 for ch in self._channels.values())
 
-    def timeline(self, key: str) -> tuple[list[float], list[float]]:
-        """(Unix times, watts) recorded for one device."""
-        times, powers = self._channels[key].timeline.points()
-        return [t + self._wall_offset for t in times], powers
+    def timeline(self, key: str, since_s: float | None = None) -> tuple[list[float], list[float]]:
+        """(Unix times, watts) recorded for one device.
+
+        Args:
+            key: Device key.
+            since_s: Unix time: only the samples at or after it, plus the one
+                before it (so integrating from ``since_s`` on is exact); the
+                cost is O(log n + samples returned). ``None``: every sample
+                still kept (see :meth:`forget_before`).
+        """
+        off = self._wall_offset
+        # 1 µs early: Unix → monotonic rounding must not lose the sample before since_s
+        since = None if since_s is None else since_s - off - 1e-6
+        times, powers = self._channels[key].timeline.points(since)
+        return [t + off for t in times], powers
+
+    def forget_before(self, key: str, time_s: float, *, holder: str | None = None) -> int:
+        """Say that samples of ``key`` before ``time_s`` (Unix) are no longer needed.
+
+        The Meter drops samples before the earliest time still needed by
+
+        - any holder: each ``holder`` keeps its own mark (the latest
+          ``time_s`` it gave, per device) until :meth:`release`;
+        - any open window: a window needs the samples around its start only
+          until a sample after its start arrives; then the energy at its start
+          is pinned (a number kept with the window) and its result stays exact;
+        - the present: nothing at or after now.
+
+        The sample just before that time is kept, so every query from it on
+        (windows, :meth:`timeline` with a later ``since_s``) is exact. Samples
+        go in halves (nothing until half of them can go), so the cost is
+        O(1) amortized per sample and memory stays within twice what is needed.
+        :meth:`timeline` without ``since_s`` then starts at the first kept sample.
+
+        Args:
+            key: Device key.
+            time_s: Unix time before which this caller needs no samples.
+            holder: Name of a long-lived consumer whose mark is kept.
+
+        Returns:
+            How many samples were dropped (often 0).
+        """
+        if not math.isfinite(time_s):
+            raise ValueError(f"time_s must be a finite number, got {time_s}")
+        channel = self._channels[key]
+        line = channel.timeline
+        cut = time_s - self._wall_offset
+        with self._windows_lock:
+            cut = min(cut, self._clock())
+            if holder is not None:
+                self._holds.setdefault(holder, {})[key] = cut
+            for marks in self._holds.values():
+                cut = min(cut, marks.get(key, math.inf))
+            begins = tuple(self._windows.values())
+        for begin in begins:
+            if key in begin.pinned_j:
+                continue
+            last = line.last_time_s
+            if last is not None and last > begin.mono_s:  # energy at the start is final
+                begin.pinned_j[key] = line.energy_at(begin.mono_s)
+            else:
+                cut = min(cut, begin.mono_s)
+        gaps = channel.gaps  # closed gaps wholly before every open window and the cut
+        oldest = min([cut, *(b.mono_s for b in begins)])
+        done = next((i for i, (_, end) in enumerate(gaps) if end >= oldest), len(gaps))
+        del gaps[:done]
+        return line.trim(cut, min_fraction=0.5)
+
+    def release(self, holder: str) -> None:
+        """Drop every mark of ``holder`` (a consumer that has stopped)."""
+        with self._windows_lock:
+            self._holds.pop(holder, None)
 
     def _sample_loop(self) -> None:
         next_at = self._clock() + self._period_s

@@ -10,6 +10,12 @@ Figures are ``power-integrated`` (or ``estimated`` when a device's power is a
 model): sampled power shared by time overlap among the requests in flight.
 Their uncertainty combines the devices' own with the sampling error, which
 dominates requests shorter than a few sample periods.
+
+A settle reads only the samples from the earliest unsettled request (or the end
+of the last settled span) on (``Meter.timeline(key, since_s)``), and then tells
+the Meter it may forget the samples before that time (``Meter.forget_before``,
+as a named holder released on :meth:`RequestMeter.close`): its cost and the
+Meter's memory follow the requests in flight, not the server's uptime.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +109,8 @@ class RequestMeter:
         self._finished: dict[str, int] = {}
         self._listeners: list[Callable[[SettledRequest], None]] = []
         self._lock = threading.RLock()
+        self._holder = f"greenml.serve.RequestMeter@{id(self):x}"
+        self._sample_period_s = math.inf  # achieved sampling period, from the samples last read
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if settle_every_s > 0:
@@ -155,7 +163,8 @@ class RequestMeter:
                 open_now.pop(token, None)
                 self._pending.append((route, start + off, end + off))
                 self._finished[route] = self._finished.get(route, 0) + 1
-            lines = [self.meter.timeline(key) for key in self.devices]
+            since = self._needed_since(open_now.values())
+            lines = [self.meter.timeline(key, since) for key in self.devices]
             if any(len(times) == 0 for times, _ in lines):
                 return 0
             horizon = min(min(times[-1] for times, _ in lines), now - self._guard_s)
@@ -174,12 +183,30 @@ class RequestMeter:
             self._idle_j += idle
             self._busy_j += busy
             self._covered_until = span[1]
-            period = _period_s(lines[0][0])
-            self._record(ready, energy[: len(ready)].tolist(), period)
+            if len(lines[0][0]) >= 2:  # else the last estimate: a short read says little
+                self._sample_period_s = _period_s(lines[0][0])
+            self._record(ready, energy[: len(ready)].tolist(), self._sample_period_s)
             later = [r[1] for r in self._pending] + [r[1] for r in opened]
             keep_after = min([*later, now - self._guard_s])
             self._retained = [r for r in self._retained + ready if r[2] > keep_after]
+            forget = self._needed_since(open_now.values())
+            if forget is not None:
+                for key in self.devices:
+                    self.meter.forget_before(key, forget - self._guard_s, holder=self._holder)
             return len(ready)
+
+    def _needed_since(self, open_now: Iterable[tuple[str, float]]) -> float | None:
+        """Earliest Unix time a settle still needs samples from (``None``: all of them).
+
+        Settled requests kept in ``_retained`` only count requests in flight;
+        their energy, which would need older samples, is never read again.
+        """
+        if self._covered_until is None:
+            return None
+        off = self._offset
+        return min(
+            [self._covered_until, *(r[1] for r in self._pending), *(t + off for _, t in open_now)]
+        )
 
     def _attribute(
         self, lines: list[tuple[list[float], list[float]]], starts: Any, ends: Any, span: Any
@@ -271,6 +298,7 @@ class RequestMeter:
             self._thread.join(timeout=5)
             self._thread = None
         self.settle()
+        self.meter.release(self._holder)
         if self._owned:
             self.meter.close()
 
