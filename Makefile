@@ -74,6 +74,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/semantic_cache_speed.py
 	$(BIN)/python benchmarks/redis_cache_speed.py
 	$(BIN)/python benchmarks/middleware_overhead.py
+	$(BIN)/python benchmarks/settle_speed.py
 
 # Zeus's own simulator side by side (installs zeus==0.16.0 into a throwaway venv; ~5 min).
 bench-zeus: $(TEST_STAMP)
