@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import math
-import os
 import random
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,6 @@ from greenml.errors import ConfigError
 from greenml.optimize.batch_size import NAMESPACE, BatchSizeOptimizer
 from greenml.store import open_store
 
-PG_URL = os.environ.get("GREENML_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 SIZES = [8, 16, 32, 64, 128]
 P_MAX = 300.0
 
@@ -232,44 +229,15 @@ def test_bad_reports_and_sizes_are_config_errors() -> None:
 # -- the state in the run store -------------------------------------------------------
 
 
-def _pg_unavailable(reason: str) -> None:
-    message = f"PostgreSQL not reachable at {PG_URL} ({reason}); set GREENML_TEST_PG_URL"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh store URL: a SQLite file, or a throwaway schema of a real PostgreSQL."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'greenml.db'}"
-        return
-    try:
-        import psycopg
-    except ImportError:
-        _pg_unavailable("psycopg not installed")
-    try:
-        psycopg.connect(PG_URL, connect_timeout=5).close()
-    except psycopg.Error as exc:
-        _pg_unavailable(" ".join(str(exc).split()))
-    schema = f"greenml_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    yield f"{PG_URL}?options=-csearch_path%3D{schema}"
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
-
-
-def test_state_survives_reopening_the_store(store_url: str) -> None:
+def test_state_survives_reopening_the_store(db_url: str) -> None:
     """A job that reopens the store each recurrence picks what an uninterrupted one picks."""
     means = {8: 0.0, 16: 130.0, 32: 110.0, 64: 100.0, 128: 125.0}
     memory, job_a = make(), Job(means, seed=5)
     expected = [job_a.recur(memory) for _ in range(25)]
     job_b = Job(means, seed=5)
-    got = [job_b.recur(make(store=store_url)) for _ in range(25)]  # a new process each time
+    got = [job_b.recur(make(store=db_url)) for _ in range(25)]  # a new process each time
     assert got == expected
-    with open_store(store_url) as store:
+    with open_store(db_url) as store:
         state = store.get_state(NAMESPACE, "nightly")
         assert state is not None and len(state["runs"]) == 25
         again = make(store=store)  # an open Store works as well as a URL
