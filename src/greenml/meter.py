@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import select
 import sys
 import threading
 import time
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from greenml.alarm import Alarm
 from greenml.errors import WindowError
 from greenml.measurement import (
     POWER_INTEGRATED,
@@ -74,43 +74,6 @@ class _Channel:
         if self.gap_start is not None:
             spans.append((self.gap_start, end))
         return sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
-
-
-class _Alarm:
-    """What the sampler sleeps on: a timeout, or ``ring()`` to wake it for good.
-
-    On POSIX a pipe and ``select``: each wake-up costs a third less CPU than
-    ``threading.Event.wait``, which matters at 10 Hz.
-    """
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self._pipe = os.pipe() if os.name == "posix" else None
-
-    def wait(self, timeout_s: float) -> bool:
-        """Sleep up to ``timeout_s``; True once rung."""
-        pipe = self._pipe
-        if pipe is None:
-            return self._event.wait(timeout_s)
-        if self._event.is_set():
-            return True
-        try:
-            return bool(select.select([pipe[0]], [], [], timeout_s)[0])
-        except (OSError, ValueError):  # closed under us: we are being stopped
-            return True
-
-    def ring(self) -> None:
-        if self._event.is_set():
-            return
-        self._event.set()
-        if self._pipe is not None:
-            os.write(self._pipe[1], b"!")
-
-    def close(self) -> None:
-        if self._pipe is not None:
-            for fd in self._pipe:
-                os.close(fd)
-            self._pipe = None
 
 
 class WindowHandle:
@@ -191,7 +154,7 @@ class Meter:
         self._publish = publish_windows
         self._pending: list[Sample] = []
         self._warned: set[str] = set()
-        self._stop = _Alarm()
+        self._stop = Alarm()
         self._thread: threading.Thread | None = None
         self.sample_now()
         if sample_hz > 0:
