@@ -157,8 +157,12 @@ def _fallback_key(settings: Mapping[str, Any], key: str) -> str | None:
     return spare
 
 
-def _live(provider: str, zone: str) -> IntensitySource:
-    """A live API answering for ``zone`` (credentials from the environment)."""
+def live_source(provider: str, zone: str) -> IntensitySource:
+    """A live API answering for ``zone`` (credentials from the environment).
+
+    ``provider`` is ``electricitymaps``, ``watttime`` (the zone is a WattTime
+    region) or ``ukci`` (``GB`` or an outward postcode).
+    """
     from greenml.accounting import live
 
     if provider == "electricitymaps":
@@ -184,7 +188,7 @@ def _build(key: str, value: Any, base: Path, provider: str = "static") -> Intens
         return load_trace(base / Path(str(value)).expanduser())
     text = str(value).strip()
     if key == "zone":
-        return static.zone_source(text) if provider == "static" else _live(provider, text)
+        return static.zone_source(text) if provider == "static" else live_source(provider, text)
     if key == "region":
         return static.cloud_region_source(text)
     return static.country_source(text)

@@ -41,10 +41,11 @@ from greenml.errors import ConfigError
 )
 @click.option(
     "--provider",
-    type=click.Choice(["static", "electricitymaps"]),
+    type=click.Choice(["static", "electricitymaps", "watttime", "ukci"]),
     default="static",
     show_default=True,
-    help="For candidates without a trace: yearly mean, or Electricity Maps' forecast.",
+    help="For zones without a trace: a yearly mean, or a live forecast "
+    "(credentials from the environment).",
 )
 @click.option(
     "--price-trace",
@@ -69,7 +70,7 @@ def job(**opts: Any) -> None:
     --zone (or the first --region when no zone is given). A candidate with
     an --intensity-trace is forecast from the trace's history before --now
     (seasonal forecaster), or, with --trace-as-forecast, the trace's values
-    are taken as known; others use Electricity Maps' forecast (--provider)
+    are taken as known; others use a live provider's forecast (--provider)
     or a yearly mean (only where, not when). Example, replaying 2023 data:
 
     \b
@@ -188,10 +189,8 @@ def _intensity(loc: str, is_zone: bool, files: list[str], opts: dict[str, Any], 
         return GridIntensity(trace.series, trace.provenance)
     if opts["trace_as_forecast"]:
         raise ConfigError(f"--trace-as-forecast: no --intensity-trace for {loc}")
-    if is_zone and opts["provider"] == "electricitymaps":
-        from greenml.accounting.live import ElectricityMapsSource
-
-        return sources.provider_forecast(loc, ElectricityMapsSource(loc))
+    if is_zone and opts["provider"] != "static":
+        return sources.live_forecast(loc, opts["provider"], job_.earliest_start_s, job_.deadline_s)
     source = static.zone_source(loc) if is_zone else static.cloud_region_source(loc)
     return sources.yearly_forecast(loc, source)
 

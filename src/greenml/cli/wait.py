@@ -45,7 +45,9 @@ SLEEP = time.sleep
     help="Intensity history or forecast for the zone (Electricity Maps export or time,g/kWh).",
 )
 @click.option(
-    "--intensity-provider", metavar="NAME", help="A live provider with forecasts: electricitymaps."
+    "--intensity-provider",
+    metavar="NAME",
+    help="A live provider with forecasts: electricitymaps, watttime, ukci.",
 )
 @click.option("--max-wait", metavar="DURATION", help="Start no later than this from now.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit without waiting.")

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 _FORECASTER_HISTORY_S = 42 * 86400.0  # the least history the seasonal forecaster fits on
 NEEDS_HOURLY = (
     "waiting for green needs hourly intensities: pass --intensity-trace CSV (the zone's "
-    "history, 42 days or more, or a forecast) or --intensity-provider electricitymaps"
+    "history, 42 days or more, or a forecast) or --intensity-provider electricitymaps|watttime|ukci"
 )
 
 
@@ -202,14 +202,10 @@ def forecast_input(request: GreenRequest, start_s: float, end_s: float) -> tuple
     if not location:
         raise ConfigError(f"say where the job runs: --zone Z or --region R; {NEEDS_HOURLY}")
     provider = (request.intensity_provider or "static").strip().lower()
-    if provider == "electricitymaps":
-        if not request.zone:
-            raise ConfigError("--intensity-provider electricitymaps needs --zone")
-        from greenml.accounting.live import ElectricityMapsSource
-
-        return location, sources.provider_forecast(location, ElectricityMapsSource(request.zone))
     if provider != "static":
-        raise ConfigError(f"--intensity-provider {provider}: no forecast to use; {NEEDS_HOURLY}")
+        if not request.zone:
+            raise ConfigError(f"--intensity-provider {provider} needs --zone")
+        return location, sources.live_forecast(request.zone, provider, start_s, end_s)
     from greenml.accounting import static
 
     if request.zone:  # an unknown name is an error with the closest known names

@@ -151,6 +151,23 @@ def provider_forecast(location: str, provider: ForecastProvider) -> Forecast:
     return Forecast(location, grid.series, None, grid.provenance.source, why)
 
 
+def live_forecast(location: str, provider: str, start_s: float, end_s: float) -> Forecast:
+    """The forecast of a live provider (``electricitymaps``, ``watttime``, ``ukci``) for a window.
+
+    Raises:
+        ConfigError: An unknown provider, missing credentials, or an API failure.
+    """
+    from greenml.accounting.location import PROVIDERS, live_source
+
+    if provider not in PROVIDERS or provider == "static":
+        live = ", ".join(p for p in PROVIDERS if p != "static")
+        raise ConfigError(f"no live forecast provider {provider!r} (known: {live})")
+    source: Any = live_source(provider, location)
+    grid = source.forecast_span(start_s, end_s)
+    why = f"not available: {location}'s provider forecast carries no uncertainty"
+    return Forecast(location, grid.series, None, grid.provenance.source, why)
+
+
 def yearly_forecast(location: str, source: ConstantSource) -> Forecast:
     """A yearly mean, the same every hour: it can choose a place, never a time."""
     grid = source.intensity(0.0, 0.0)

@@ -133,6 +133,10 @@ class ElectricityMapsSource:
         points = covering(points, points[0].start_s, points[-1].end_s, self._missing())
         return self._grid(points, "forecast", "hourly")
 
+    def forecast_span(self, start_s: float, end_s: float) -> GridIntensity:
+        """The provider's forecast for planning a job in [start_s, end_s] (all it has)."""
+        return self.forecast()
+
     def past_range(self, start_s: float, end_s: float) -> GridIntensity:
         """Hourly values over a past span (``/carbon-intensity/past-range``, commercial plans)."""
         points = covering(self._past_range(start_s, end_s), start_s, end_s, self._missing())

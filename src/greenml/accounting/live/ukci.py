@@ -100,6 +100,10 @@ class UkCarbonIntensitySource:
             raise ConfigError(f"{PROVIDER} returned no current figure for {self._where(name)}")
         return self._grid(points[-1:], name, "live")
 
+    def forecast_span(self, start_s: float, end_s: float) -> GridIntensity:
+        """Half-hourly values over [start_s, end_s]: forecasts ahead of now (up to 48 h)."""
+        return self.intensity(start_s, end_s)
+
     def intensity(self, start_s: float, end_s: float) -> GridIntensity:
         """Intensity covering [start_s, end_s] (``/intensity/{from}/{to}`` or regional).
 

@@ -10,6 +10,7 @@ g/kWh: 1 lb/MWh = 453.59237 g / 1000 kWh = 0.45359237 g/kWh.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -39,6 +40,7 @@ G_PER_KWH_PER_LB_PER_MWH = 0.45359237  # 1 lb = 453.59237 g; 1 MWh = 1000 kWh
 TOKEN_LIFETIME_S = 30 * 60.0  # documented lifetime of a /login token
 _TOKEN_MARGIN_S = 60.0
 _HISTORICAL_MAX_S = 30 * 86400.0
+_MAX_HORIZON_H = 72  # the longest forecast /v3/forecast serves
 _KINDS: dict[str, Kind] = {"co2_moer": "marginal", "co2_aoer": "average"}
 
 
@@ -136,6 +138,11 @@ class WattTimeSource:
             raise ConfigError(f"WattTime returned an empty forecast for {self.region}")
         points = covering(points, points[0].start_s, points[-1].end_s, self._missing())
         return self._grid(points, "forecast")
+
+    def forecast_span(self, start_s: float, end_s: float) -> GridIntensity:
+        """The forecast far enough ahead to reach ``end_s`` (WattTime offers up to 72 h)."""
+        hours = math.ceil((end_s - self._clock()) / 3600.0)
+        return self.forecast(horizon_hours=max(1, min(_MAX_HORIZON_H, hours)))
 
     def signal_index(self) -> SignalIndex:
         """The current percentile of the signal (``/v3/signal-index``)."""
