@@ -68,11 +68,13 @@ def pareto_svg(result: CompressionResult) -> str:
         return frame.left + (value - x0) / ((x1 - x0) or 1.0) * frame.width
 
     parts = [y_axis(frame, y_ticks, [format_value(t, step) for t in y_ticks], "Accuracy (%)")]
+    x_step = 0.0 if log else x_ticks[1] - x_ticks[0]  # one number of decimals on a linear axis
     for t in x_ticks:
         x = sx(t)
         parts.append(el("line", {"x1": x, "y1": frame.top, "x2": x, "y2": frame.bottom,
                                  "stroke": GRID, "stroke-width": 1.0}))  # fmt: skip
-        parts.append(text(x, frame.bottom + 16, format_value(t), anchor="middle", fill=MUTED))
+        label = format_value(t, x_step)
+        parts.append(text(x, frame.bottom + 16, label, anchor="middle", fill=MUTED))
     axis = "Energy per 1,000 inferences (J" + (", log scale)" if log else ")")
     parts.append(text(frame.left + frame.width / 2, frame.bottom + 40, axis, anchor="middle",
                       fill=INK, class_="x-title"))  # fmt: skip
