@@ -47,6 +47,7 @@ def test_emit_skypilot_and_slurm(tmp_path: Path, capsys: pytest.CaptureFixture[s
     loaded = yaml.safe_load(task.read_text())
     assert loaded["resources"]["use_spot"] is True
     assert loaded["file_mounts"]["/checkpoints"]["store"] == "gcs"
+    assert loaded["resources"]["job_recovery"]["recover_on_exit_codes"] == [75]
     header = tmp_path / "job.sbatch"
     code = main([*BASE, "--gpu", "H100", "--spot-price", "3", "--on-demand-price", "9",
                  "--trials", "100", "--emit", "slurm", "-o", str(header)])  # fmt: skip

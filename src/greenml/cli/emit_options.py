@@ -65,6 +65,7 @@ def write_emit(
     note: str | None = None,
 ) -> None:
     """Write the task --emit asked for to -o FILE and say so on stderr."""
+    from greenml.resilience.signals import EXIT_REQUEUE
     from greenml.schedule.emit import Placement, skypilot_task, skypilot_yaml, slurm_header
 
     if not opts["output"]:
@@ -77,6 +78,7 @@ def write_emit(
             use_spot=use_spot,
             accelerators=opts["accelerators"],
             checkpoint_bucket=opts["checkpoint_bucket"],
+            recover_on_exit_codes=[EXIT_REQUEUE],  # greenml's "checkpointed, run me again"
         )
         text = skypilot_yaml(task)
     else:
