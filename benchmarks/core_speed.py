@@ -107,8 +107,8 @@ def _window_meter() -> tuple[Any, Any]:
     Returns the Meter and the fake GPU sensor.
     """
     from greenml import Meter
-    from greenml.sensors.discover import discover_cpu_sensors
-    from greenml.sensors.fake import FakeDevice, FakeSensor
+    from greenml.measure.sensors.discover import discover_cpu_sensors
+    from greenml.measure.sensors.fake import FakeDevice, FakeSensor
 
     gpus = FakeSensor([FakeDevice(f"gpu{i}", [(0.0, 300.0), (3600.0, 350.0)]) for i in range(8)])
     cpu_sensors, _ = discover_cpu_sensors()

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from greenml.diagnose.run import diagnose_run
-from greenml.measurement import Sample
+from greenml.measure.measurement import Sample
 from greenml.store.repository import Store
 
 GPUS, PER_GPU, TARGET_S = 8, 125_000, 1.0

@@ -66,9 +66,9 @@ async def per_request_us(target: Any, scope: dict[str, Any], n: int) -> float:
 
 
 async def measure(n: int, rounds: int) -> dict[str, list[float]]:
-    from greenml.measurement import POWER_INTEGRATED
-    from greenml.meter import Meter
-    from greenml.sensors.fake import FakeDevice, FakeSensor
+    from greenml.measure.measurement import POWER_INTEGRATED
+    from greenml.measure.meter import Meter
+    from greenml.measure.sensors.fake import FakeDevice, FakeSensor
     from greenml.serve.middleware import EnergyMiddleware
     from greenml.serve.requests import RequestMeter
 

@@ -37,9 +37,9 @@ def percentile(values: list[float], q: float) -> float:
 def main(argv: list[str] | None = None) -> int:
     import redis
 
-    from greenml.serve.cache_keys import cache_key
-    from greenml.serve.cache_redis import RedisBackend
-    from greenml.serve.response_cache import ResponseCache
+    from greenml.serve.cache.keys import cache_key
+    from greenml.serve.cache.redis import RedisBackend
+    from greenml.serve.cache.response import ResponseCache
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--url", default="redis://127.0.0.1:6379/0")

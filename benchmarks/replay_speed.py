@@ -31,10 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from greenml.schedule.replay import replay
-from greenml.schedule.replay_jobs import JobSet, ml_jobs
-from greenml.schedule.replay_place import shifted_sums
-from greenml.schedule.replay_series import load_half_hourly
+from greenml.schedule.replay.jobs import JobSet, ml_jobs
+from greenml.schedule.replay.place import shifted_sums
+from greenml.schedule.replay.run import replay
+from greenml.schedule.replay.series import load_half_hourly
 
 TARGET_S = 2.0
 SHARED = Path("/work/shared/data/carbon_intensity")

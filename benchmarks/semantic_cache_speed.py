@@ -88,8 +88,8 @@ def timed(fn: Callable[[np.ndarray], Any], queries: np.ndarray) -> tuple[list[An
 def run(kind: str, entries: int, n_queries: int, seed: int) -> None:
     import faiss
 
-    from greenml.serve.cache_memory import MemoryBackend
-    from greenml.serve.semantic_cache import SemanticCache
+    from greenml.serve.cache.memory import MemoryBackend
+    from greenml.serve.cache.semantic import SemanticCache
     from greenml.serve.vector_index import ExactIndex
 
     rng = np.random.default_rng(seed)

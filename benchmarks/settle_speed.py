@@ -48,9 +48,9 @@ class Clock:
 
 
 def make_meter(kind: str, clock: Clock) -> Any:
-    from greenml.measurement import POWER_INTEGRATED
-    from greenml.meter import Meter
-    from greenml.sensors.base import Device, Sensor
+    from greenml.measure.measurement import POWER_INTEGRATED
+    from greenml.measure.meter import Meter
+    from greenml.measure.sensors.base import Device, Sensor
 
     class Wave(Sensor):
         """A GPU and a CPU whose power follows two sine waves."""

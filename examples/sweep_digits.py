@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-from greenml.optimize.sweep import SweepConfig, TrainStep, grad_scaler
+from greenml.optimize.sweep.run import SweepConfig, TrainStep, grad_scaler
 
 
 def _batches(loader: DataLoader[Any]) -> Iterator[Any]:

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "estimate": "greenml.estimator",
-    "Meter": "greenml.meter",
-    "track": "greenml.tracking",
-    "Measurement": "greenml.measurement",
+    "estimate": "greenml.estimation.estimator",
+    "Meter": "greenml.measure.meter",
+    "track": "greenml.measure.tracking",
+    "Measurement": "greenml.measure.measurement",
     "GreenmlError": "greenml.errors",
-    "progress": "greenml.events",
+    "progress": "greenml.measure.events",
 }
 
 __all__ = [
@@ -36,11 +36,11 @@ __all__ = [
 
 if TYPE_CHECKING:
     from greenml.errors import GreenmlError
-    from greenml.estimator import estimate
-    from greenml.events import progress
-    from greenml.measurement import Measurement
-    from greenml.meter import Meter
-    from greenml.tracking import track
+    from greenml.estimation.estimator import estimate
+    from greenml.measure.events import progress
+    from greenml.measure.measurement import Measurement
+    from greenml.measure.meter import Meter
+    from greenml.measure.tracking import track
 
 
 def __getattr__(name: str) -> Any:

@@ -31,6 +31,10 @@ class RunNotFound(StoreError):
     """No stored run matches the given id or prefix."""
 
 
+class LedgerError(GreenmlError):
+    """The ledger cannot be read, written or exported."""
+
+
 class CheckpointError(GreenmlError):
     """A checkpoint could not be written, read, or restored."""
 

@@ -17,7 +17,7 @@ from greenml.accounting.run_accounting import (
     prepare_accounting,
 )
 from greenml.errors import ConfigError, GreenmlError
-from greenml.measurement import ComponentEnergy, DeviceEnergy, Measurement
+from greenml.measure.measurement import ComponentEnergy, DeviceEnergy, Measurement
 
 KWH = 3.6e6
 START = datetime(2023, 6, 1, 12, tzinfo=timezone.utc)

@@ -11,9 +11,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from greenml.compress import CompressOptions  # noqa: E402
-from greenml.measurement import COUNTER  # noqa: E402
-from greenml.meter import Meter  # noqa: E402
-from greenml.sensors.fake import FakeDevice, FakeSensor  # noqa: E402
+from greenml.measure.measurement import COUNTER  # noqa: E402
+from greenml.measure.meter import Meter  # noqa: E402
+from greenml.measure.sensors.fake import FakeDevice, FakeSensor  # noqa: E402
 
 FAKE_POWER_W = 40.0
 

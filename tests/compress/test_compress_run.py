@@ -12,8 +12,7 @@ import pytest
 
 from greenml.compress import CompressionResult, compress
 from greenml.compress.plot import write_pareto_svg
-
-from .conftest import FAKE_POWER_W, FAST, fake_meter, make_task
+from tests.compress.conftest import FAKE_POWER_W, FAST, fake_meter, make_task
 
 SVG = "{http://www.w3.org/2000/svg}"
 

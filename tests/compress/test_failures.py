@@ -10,9 +10,8 @@ from torch import nn
 
 from greenml.compress import compress
 from greenml.errors import ConfigError
-from greenml.meter import Meter
-
-from .conftest import FAST, Task
+from greenml.measure.meter import Meter
+from tests.compress.conftest import FAST, Task
 
 
 class Branchy(nn.Module):

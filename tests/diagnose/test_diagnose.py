@@ -106,7 +106,7 @@ def test_cli(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 def test_a_straggling_rank_is_found_with_the_energy_spent_waiting(store: Store) -> None:
     from datetime import datetime, timezone
 
-    from greenml.measurement import ComponentEnergy, DeviceEnergy, Measurement
+    from greenml.measure.measurement import ComponentEnergy, DeviceEnergy, Measurement
 
     samples = phases("gpu0", [(20, 300.0, 0.9)]) + phases("gpu1", [(20, 300.0, 0.9)])
     run = make_run(store, samples, gpu_names={"gpu0": "NVIDIA H100", "gpu1": "NVIDIA H100"})
@@ -145,7 +145,7 @@ def test_scaling_across_runs_of_the_same_job(store: Store) -> None:
 def test_communication_marked_by_the_program_is_measured(store: Store) -> None:
     from datetime import datetime, timezone
 
-    from greenml.measurement import ComponentEnergy, DeviceEnergy, Measurement
+    from greenml.measure.measurement import ComponentEnergy, DeviceEnergy, Measurement
 
     run = make_run(store, phases("gpu0", [(10, 300.0, 0.9)]), gpu_names={"gpu0": "NVIDIA H100"})
 

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from greenml.measurement import POWER_INTEGRATED
-from greenml.meter import Meter
-from greenml.sensors.fake import FakeDevice, FakeSensor
+from greenml.measure.measurement import POWER_INTEGRATED
+from greenml.measure.meter import Meter
+from greenml.measure.sensors.fake import FakeDevice, FakeSensor
 
 GIB = 1024**3
 

@@ -13,9 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from greenml.accounting.intensity import ConstantSource
 from greenml.exporter import EXPOSED_NAMES, Exporter
-from greenml.meter import Meter
-
-from .conftest import GIB, make_fake_meter
+from greenml.measure.meter import Meter
+from tests.exporter.conftest import GIB, make_fake_meter
 
 
 def scrape(port: int) -> dict[str, Any]:

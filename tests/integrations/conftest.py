@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from greenml.meter import Meter
-from greenml.sensors.nvml import NvmlSensor
+from greenml.measure.meter import Meter
+from greenml.measure.sensors.nvml import NvmlSensor
 from tests.fakes.fake_pynvml import FakeClock, FakeNvml
 from tests.optimize.fake_gpus import v100s
 

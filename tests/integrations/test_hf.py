@@ -11,7 +11,7 @@ transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
 from greenml.integrations.hf import GreenmlTrainerCallback  # noqa: E402
-from greenml.meter import Meter  # noqa: E402
+from greenml.measure.meter import Meter  # noqa: E402
 from tests.fakes.fake_pynvml import FakeNvml  # noqa: E402
 from tests.optimize.fake_gpus import expected_choice  # noqa: E402
 

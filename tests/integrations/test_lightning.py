@@ -11,7 +11,7 @@ pl = pytest.importorskip("pytorch_lightning")
 torch = pytest.importorskip("torch")
 
 from greenml.integrations.lightning import GreenmlCallback  # noqa: E402
-from greenml.meter import Meter  # noqa: E402
+from greenml.measure.meter import Meter  # noqa: E402
 from tests.fakes.fake_pynvml import FakeNvml  # noqa: E402
 from tests.optimize.fake_gpus import expected_choice, v100_curve  # noqa: E402
 

@@ -11,9 +11,9 @@ import pytest
 
 from greenml.ledger import hook
 from greenml.ledger.keys import generate_keypair
+from greenml.run.spool import ingest
 from greenml.store import open_store
 from greenml.store.repository import Store
-from greenml.store.spool import ingest
 from greenml.store.url import resolve_url
 from tests.store.conftest import db_url, pg_admin_url, pg_url
 
@@ -56,7 +56,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def payload(db: str, run_id: str, energy_j: float = 30.0) -> dict[str, Any]:
-    """A spooled run as ``greenml run`` writes it (see tests/store/test_spool.py)."""
+    """A spooled run as ``greenml run`` writes it (see tests/run/test_spool.py)."""
     energy = {
         "total_j": energy_j, "total_kwh": energy_j / 3.6e6, "uncertainty_rel": 0.3,
         "components": {"cpu": {"energy_j": energy_j, "method": "estimated", "uncertainty_rel": 0.3,

@@ -11,9 +11,9 @@ import pytest
 
 from greenml.ledger import GENESIS_HASH, ledger_path, record_sha256, verify
 from greenml.ledger.entry import compute_entry_hash
-from greenml.meter import Meter
-from greenml.recorder import Recorder, RunStart
-from greenml.sensors.fake import FakeDevice, FakeSensor
+from greenml.measure.meter import Meter
+from greenml.measure.sensors.fake import FakeDevice, FakeSensor
+from greenml.run.recorder import Recorder, RunStart
 from greenml.store import open_store
 from greenml.store.repository import Store
 from greenml.store.url import mask_url, resolve_url

@@ -14,9 +14,9 @@ import sys
 import torch
 import torch.distributed as dist
 
-from greenml.meter import Meter
+from greenml.measure.meter import Meter
+from greenml.measure.sensors.nvml import NvmlSensor
 from greenml.optimize.power_limit import PowerLimitOptimizer
-from greenml.sensors.nvml import NvmlSensor
 from tests.fakes.fake_pynvml import FakeClock, FakeNvml
 from tests.optimize.fake_gpus import v100s
 

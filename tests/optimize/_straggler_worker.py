@@ -22,8 +22,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from greenml.optimize.straggler import PowerCurve
-from greenml.optimize.straggler_runtime import StragglerPowerController
+from greenml.optimize.straggler.planner import PowerCurve
+from greenml.optimize.straggler.runtime import StragglerPowerController
 from tests.fakes.fake_pynvml import FakeClock, FakeNvml, v100
 from tests.optimize.fake_gpus import v100_curve
 

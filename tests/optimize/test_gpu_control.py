@@ -14,7 +14,8 @@ from greenml.errors import (
     SensorUnavailable,
 )
 from greenml.optimize.gpu_control import GpuControl, load_nvml
-from greenml.optimize.gpu_state import default_state_file, read_state, restore_from_state
+from greenml.optimize.gpu_restore import restore_from_state
+from greenml.optimize.gpu_state import default_state_file, read_state
 from tests.fakes.fake_pynvml import FakeClock, FakeNvml, h100, v100
 from tests.optimize.fake_gpus import UUIDS, v100s
 

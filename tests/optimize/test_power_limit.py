@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from greenml.errors import ConfigError, PowerLimitPermissionError
-from greenml.meter import Meter
+from greenml.measure.meter import Meter
+from greenml.measure.sensors.nvml import NvmlSensor
 from greenml.optimize.gpu_state import read_state
 from greenml.optimize.power_limit import PowerLimitOptimizer
 from greenml.optimize.power_plan import profile_limits
-from greenml.sensors.nvml import NvmlSensor
 from tests.fakes.fake_pynvml import FakeClock, FakeNvml
 from tests.integrations import conftest as gpu_fixtures
 from tests.optimize.fake_gpus import FACTORY, UUIDS, expected_choice, v100_curve, v100s

@@ -13,7 +13,7 @@ import pytest
 from greenml.accounting.carbon import Carbon
 from greenml.accounting.cost import Cost
 from greenml.accounting.run_accounting import unavailable, unknown_carbon
-from greenml.measurement import ComponentEnergy, DeviceEnergy, Measurement, Sample
+from greenml.measure.measurement import ComponentEnergy, DeviceEnergy, Measurement, Sample
 from greenml.store import open_store
 from greenml.store.repository import Store
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from greenml.measurement import Sample
+from greenml.measure.measurement import Sample
 from greenml.report import statement
 from greenml.report.markdown import render_json, render_markdown
 from greenml.report.runset import load_runs

@@ -18,8 +18,8 @@ import pytest
 
 from greenml.accounting.live import HttpSettings
 from greenml.errors import ConfigError
-from greenml.schedule.pausing import Pauser, PauseSchedule, drive, pending_signals
-from greenml.schedule.waiting import Countdown, clock_text, wait_until
+from greenml.run.pausing import Pauser, PauseSchedule, drive, pending_signals
+from greenml.run.waiting import Countdown, clock_text, wait_until
 from tests.accounting.live.conftest import FakeApi, api, fast, load, sleeps  # noqa: F401
 from tests.helpers import ManualClock
 
@@ -275,7 +275,7 @@ def hourly_trace(path: Path, first_h: int, hours: int, dips: dict[int, float]) -
 @pytest.fixture
 def fake_time(monkeypatch: pytest.MonkeyPatch) -> tuple[ManualClock, FakeSleep]:
     """greenml wait on a fake clock that starts at T0 + 10 min."""
-    import greenml.cli.wait as cli_wait
+    import greenml.run.green as cli_wait
 
     clock = ManualClock(T0 + 600.0)
     sleep = FakeSleep(clock)
@@ -369,7 +369,7 @@ def test_ctrl_c_while_waiting_exits_130(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import greenml.cli.wait as cli_wait
+    import greenml.run.green as cli_wait
 
     def interrupted(seconds: float) -> None:
         raise KeyboardInterrupt
@@ -432,7 +432,7 @@ def test_wait_on_a_provider_forecast(
 ) -> None:
     """Electricity Maps' forecast, served in its documented format from 127.0.0.1."""
     import greenml.accounting.live as live
-    import greenml.cli.wait as cli_wait
+    import greenml.run.green as cli_wait
 
     api.route("/v3/carbon-intensity/forecast", load("electricitymaps_forecast.json"))
     real = live.ElectricityMapsSource

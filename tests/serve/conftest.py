@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from greenml.measurement import POWER_INTEGRATED
-from greenml.meter import Meter
-from greenml.sensors.fake import FakeDevice, FakeSensor
+from greenml.measure.measurement import POWER_INTEGRATED
+from greenml.measure.meter import Meter
+from greenml.measure.sensors.fake import FakeDevice, FakeSensor
 from tests.helpers import ManualClock
 
 REDIS_URL = os.environ.get("GREENML_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -47,7 +47,7 @@ def namespace() -> str:
 @pytest.fixture
 def redis_backend(redis_url: str, namespace: str) -> Iterator[Any]:
     """A RedisBackend in a fresh namespace, deleted afterwards."""
-    from greenml.serve.cache_redis import RedisBackend
+    from greenml.serve.cache.redis import RedisBackend
 
     backend = RedisBackend(redis_url, namespace=namespace, max_entries=1000)
     yield backend

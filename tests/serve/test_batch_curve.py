@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from greenml.errors import ConfigError
-from greenml.meter import Meter
-from greenml.sensors.fake import FakeDevice, FakeSensor
+from greenml.measure.meter import Meter
+from greenml.measure.sensors.fake import FakeDevice, FakeSensor
 from greenml.serve.batch_curve import BatchPoint, batch_curve, recommend_batch
 from tests.helpers import ManualClock
 

@@ -9,8 +9,7 @@ import pytest
 from greenml.serve.decorator import measure_request
 from greenml.serve.requests import RequestMeter
 from tests.helpers import ManualClock
-
-from .conftest import WALL_OFFSET, fake_meter, sample_at
+from tests.serve.conftest import WALL_OFFSET, fake_meter, sample_at
 
 
 def make(clock: ManualClock) -> tuple[RequestMeter, object]:

@@ -12,8 +12,7 @@ from greenml.exporter import Exporter
 from greenml.serve.metrics import export_request_metrics
 from greenml.serve.requests import RequestMeter
 from tests.helpers import ManualClock
-
-from .conftest import WALL_OFFSET, fake_meter, sample_at
+from tests.serve.conftest import WALL_OFFSET, fake_meter, sample_at
 
 
 def run_requests(clock: ManualClock, rm: RequestMeter, meter: object) -> None:

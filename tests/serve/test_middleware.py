@@ -14,14 +14,13 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from greenml.measurement import POWER_INTEGRATED
-from greenml.meter import Meter
-from greenml.sensors.fake import FakeDevice, FakeSensor
+from greenml.measure.measurement import POWER_INTEGRATED
+from greenml.measure.meter import Meter
+from greenml.measure.sensors.fake import FakeDevice, FakeSensor
 from greenml.serve.middleware import EnergyMiddleware
 from greenml.serve.requests import RequestMeter
 from tests.helpers import ManualClock
-
-from .conftest import WALL_OFFSET, fake_meter, sample_at
+from tests.serve.conftest import WALL_OFFSET, fake_meter, sample_at
 
 WATTS = 80.0
 

@@ -8,8 +8,7 @@ import pytest
 
 from greenml.serve.requests import RequestMeter, SettledRequest
 from tests.helpers import ManualClock
-
-from .conftest import WALL_OFFSET, fake_meter, sample_at
+from tests.serve.conftest import WALL_OFFSET, fake_meter, sample_at
 
 
 def make(clock: ManualClock, watts: float = 100.0) -> tuple[RequestMeter, object]:

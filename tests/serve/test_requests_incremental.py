@@ -7,14 +7,13 @@ from typing import Any
 
 import pytest
 
-from greenml.measurement import POWER_INTEGRATED
-from greenml.meter import Meter
-from greenml.sensors.fake import FakeDevice, FakeSensor
+from greenml.measure.measurement import POWER_INTEGRATED
+from greenml.measure.meter import Meter
+from greenml.measure.sensors.fake import FakeDevice, FakeSensor
+from greenml.measure.timeline import PowerTimeline
 from greenml.serve.requests import RequestMeter, SettledRequest
-from greenml.timeline import PowerTimeline
 from tests.helpers import ManualClock
-
-from .conftest import WALL_OFFSET
+from tests.serve.conftest import WALL_OFFSET
 
 WAVE = [(float(t), 80.0 + (t * 29 % 23) * 7.0) for t in range(0, 4000, 2)]  # W, uneven
 

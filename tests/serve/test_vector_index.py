@@ -7,7 +7,8 @@ import pytest
 
 from greenml.errors import ConfigError
 from greenml.serve.faiss_index import FaissIndex
-from greenml.serve.vector_index import SMALL, ExactIndex, make_index
+from greenml.serve.indexes import make_index
+from greenml.serve.vector_index import SMALL, ExactIndex
 
 DIM = 384
 

@@ -9,7 +9,7 @@ import time
 import traceback
 from typing import Any
 
-from greenml.measurement import Sample
+from greenml.measure.measurement import Sample
 from greenml.store import open_store
 
 RUNS_PER_WORKER = 5

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from greenml.measurement import ComponentEnergy, DeviceEnergy, Measurement
+from greenml.measure.measurement import ComponentEnergy, DeviceEnergy, Measurement
 from greenml.store import open_store
 from greenml.store.repository import Store
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from greenml.measurement import Sample
+from greenml.measure.measurement import Sample
 from greenml.store.blocks import pack_blocks, unpack_blocks
 from greenml.store.repository import Store
 from greenml.store.schema import sample_blocks

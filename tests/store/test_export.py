@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from greenml.measurement import Sample
+from greenml.measure.measurement import Sample
 from greenml.store.export import CSV_COLUMNS, record_to_json, samples_to_csv
 from greenml.store.repository import Store
 from tests.store.conftest import make_measurement

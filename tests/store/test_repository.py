@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from greenml.errors import ConfigError, RunNotFound, StoreError
-from greenml.measurement import Sample
+from greenml.measure.measurement import Sample
 from greenml.store import open_store, repository
 from greenml.store.record import CORE_KEYS, PARTIAL_NOTE
 from greenml.store.repository import Store

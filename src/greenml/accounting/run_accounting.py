@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from greenml.accounting.instances import InstancePrice
     from greenml.accounting.intensity import IntensitySource
     from greenml.accounting.pue import Pue
-    from greenml.measurement import Measurement
+    from greenml.measure.measurement import Measurement
 
 log = logging.getLogger("greenml")
 

@@ -2,7 +2,7 @@
 
 Exit codes: 0 pass (also when an increase above the allowance is within the
 measurement noise), 1 fail, 2 bad input (unknown run, unreadable JSON, units of
-work that differ). The rule is in :mod:`greenml.check`.
+work that differ). The rule is in :mod:`greenml.report.gate`.
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ def check(
     db_url: str | None,
 ) -> None:
     """Fail (exit 1) when energy per unit of work rose by more than allowed, beyond noise."""
-    from greenml.check import check as run_check
-    from greenml.check import parse_threshold
+    from greenml.report.gate import check as run_check
+    from greenml.report.gate import parse_threshold
 
     allowed = parse_threshold(max_increase)
     base, cand = _load([baselines, candidates], db_url)

@@ -98,7 +98,7 @@ def compress(
     from greenml.compress import compress as run_compress
     from greenml.compress.factory import load_spec
     from greenml.compress.plot import write_pareto_svg
-    from greenml.meter import Meter
+    from greenml.measure.meter import Meter
 
     # Everything checkable is checked before the factory runs (it may train a model).
     options = CompressOptions(rounds=rounds, min_window_s=min_window_s, threads=threads)

@@ -10,7 +10,7 @@ import click
 from greenml.cli import render
 
 if TYPE_CHECKING:
-    from greenml.estimator import Estimate
+    from greenml.estimation.estimator import Estimate
 
 _PRECISIONS = ("fp16", "bf16", "tf32", "fp32", "int8", "fp16_sparse")
 _EPILOG = """\b
@@ -70,7 +70,7 @@ def estimate(
 ) -> None:
     """Estimate the energy, CO2eq and cost of a job from device-hours, FLOPs or params × tokens."""
     from greenml.accounting.location import resolve_intensity_source
-    from greenml.estimator import estimate as run_estimate
+    from greenml.estimation.estimator import estimate as run_estimate
 
     source, description = resolve_intensity_source(region=region, zone=zone, country=country, ci=ci)
     result = run_estimate(
@@ -118,7 +118,7 @@ def summary_table(e: Estimate) -> Any:
     """Energy (IT and facility), CO2eq, cost and device-hours."""
     from rich.table import Table
 
-    from greenml.estimate_inputs import mass_text, num
+    from greenml.estimation.inputs import mass_text, num
 
     title = f"greenml estimate · {e.gpu.name} · {e.mode}"
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
@@ -140,7 +140,7 @@ def equivalence_table(e: Estimate) -> Any:
     """Everyday equivalences with their factors."""
     from rich.table import Table
 
-    from greenml.estimate_inputs import num
+    from greenml.estimation.inputs import num
 
     table = Table(title="equivalent to", title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("amount", justify="right")

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from greenml.meter import Meter
+from greenml.measure.meter import Meter
 
 
 def make_meter(interval_s: float) -> Meter:

@@ -139,7 +139,7 @@ def set_limit(
 @_json_option
 def restore(state_file: str | None, as_json: bool) -> None:
     """Put back the original limits saved in the state file (e.g. after a crash)."""
-    from greenml.optimize.gpu_state import restore_from_state
+    from greenml.optimize.gpu_restore import restore_from_state
 
     result = restore_from_state(state_file)
     if as_json:
@@ -183,7 +183,7 @@ def straggler_sim(
 ) -> None:  # fmt: skip
     """Simulate straggler-aware power limits against all GPUs at their highest limit."""
     from greenml.cli.options import parse_share
-    from greenml.optimize.straggler_sim import SimConfig, simulate_seeds
+    from greenml.optimize.straggler.sim import SimConfig, simulate_seeds
 
     phases: list[tuple[float, dict[int, float]]] = [
         (0.0, _slowdowns(slow, "--slow") if slow else {3: 1.15})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from greenml.meter import Meter
+from greenml.measure.meter import Meter
 
 
 def make_meter() -> Meter:
@@ -21,7 +21,7 @@ def make_meter() -> Meter:
 def monitor(interval: float, once: bool, frames: int | None) -> int:
     """Live table of every GPU and the CPU, with waste flags; Ctrl-C to quit."""
     from greenml.errors import ConfigError
-    from greenml.monitor import run_monitor
+    from greenml.exporter.monitor import run_monitor
 
     if not interval > 0:
         raise ConfigError(f"--interval must be > 0, got {interval}")

@@ -125,7 +125,7 @@ def _job(opts: dict[str, Any]) -> tuple[Any, Any]:
     from datetime import datetime, timezone
 
     from greenml.schedule.job import Job
-    from greenml.timeparse import parse_duration_s, parse_instant
+    from greenml.schedule.timeparse import parse_duration_s, parse_instant
 
     clock = datetime.now(timezone.utc)
     now = parse_instant(opts["now_text"], "--now", clock) if opts["now_text"] else None

@@ -85,7 +85,7 @@ def replay(
     as_json: bool,
 ) -> None:
     """Replay carbon-aware shifting ("Let's Wait Awhile") on an intensity trace."""
-    from greenml.schedule.replay import replay as run_replay
+    from greenml.schedule.replay.run import replay as run_replay
 
     result = run_replay(
         trace_path, scenario, column=scope, tz=tz,  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from greenml.cli import render
 from greenml.cli.emit_options import cloud_infra, emit_options, write_emit
 from greenml.cli.options import parse_share
 from greenml.errors import ConfigError
-from greenml.timeparse import parse_duration_s, parse_instant
+from greenml.schedule.timeparse import parse_duration_s, parse_instant
 
 NOTICE_S = {"aws": 120.0, "gcp": 30.0, "azure": 30.0, "none": 0.0}
 

@@ -6,7 +6,7 @@ import math
 import sys
 from typing import Any
 
-from greenml.measurement import JOULES_PER_KWH, Measurement
+from greenml.measure.measurement import JOULES_PER_KWH, Measurement
 
 
 def energy(joules: float) -> str:

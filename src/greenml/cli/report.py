@@ -114,7 +114,7 @@ def report(
     from greenml.cli.runs import _open
     from greenml.report.kinds import build_report
     from greenml.report.runset import load_runs
-    from greenml.runner import parse_tags
+    from greenml.run.runner import parse_tags
 
     options = {
         "flops": flops,

@@ -99,9 +99,9 @@ def when_options(f: Any) -> Any:
 
 
 if TYPE_CHECKING:
-    from greenml.meter import Meter
-    from greenml.projection import Projection
-    from greenml.runner import RunOptions, RunResult
+    from greenml.measure.meter import Meter
+    from greenml.run.projection import Projection
+    from greenml.run.runner import RunOptions, RunResult
 
 
 @click.command(
@@ -166,8 +166,8 @@ def run(
 ) -> None:
     """Run COMMAND, measure its energy, save the run, and exit with COMMAND's exit code."""
     from greenml.accounting.run_accounting import AccountingOptions
-    from greenml.process import exit_like
-    from greenml.runner import RunOptions, parse_tags, run_measured
+    from greenml.run.process import exit_like
+    from greenml.run.runner import RunOptions, parse_tags, run_measured
 
     if json_path is not None and not json_path.resolve().parent.is_dir():
         raise click.BadParameter(f"directory of {json_path} does not exist", param_hint="--json")
@@ -187,7 +187,7 @@ def run(
     green = None
     planned = (deadline, duration, earliest_start, min_chunk, max_pieces)
     if when == "green" or interruptible or any(v is not None for v in planned):
-        from greenml.cli.wait import GreenRequest, start_green
+        from greenml.run.green import GreenRequest, start_green
 
         request = GreenRequest(
             when=when, deadline=deadline, duration=duration, earliest_start=earliest_start,
@@ -250,7 +250,7 @@ class _LiveLine:
         self._projection = projection
 
     def update(self, meter: Meter) -> None:
-        from greenml.runner import RUN_WINDOW
+        from greenml.run.runner import RUN_WINDOW
 
         m = meter.peek_window(RUN_WINDOW)
         elapsed = time.monotonic() - self._t0

@@ -31,7 +31,7 @@ def list_runs(
     """The newest runs, one line each."""
     from rich.table import Table
 
-    from greenml.runner import parse_tags
+    from greenml.run.runner import parse_tags
 
     with _open(db_url) as store:
         rows = store.list_runs(limit=limit, name=name, tag=parse_tags(tags) or None)
@@ -130,8 +130,8 @@ def export(db_url: str | None, run_id: str, fmt: str, output: Path | None) -> No
 
 def _open(db_url: str | None) -> Any:
     """The store, with runs still waiting in the spool stored first."""
+    from greenml.run.spool import ingest_pending
     from greenml.store import open_store
-    from greenml.store.spool import ingest_pending
 
     store = open_store(db_url)
     try:

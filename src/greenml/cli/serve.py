@@ -13,7 +13,7 @@ import click
 
 from greenml.cli import render
 from greenml.errors import ConfigError
-from greenml.meter import Meter
+from greenml.measure.meter import Meter
 
 
 def make_meter(sample_hz: float) -> Meter:
@@ -173,8 +173,8 @@ def _render_curve(curve: Any, budget_ms: float | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="The statistics as JSON.")
 def cache_stats(redis_url: str, namespace: str, price: float | None, as_json: bool) -> None:
     """Hits, hit rate and energy saved by a Redis-backed cache (every process's)."""
-    from greenml.serve.cache_redis import RedisBackend
-    from greenml.serve.cache_stats import CacheStats
+    from greenml.serve.cache.redis import RedisBackend
+    from greenml.serve.cache.stats import CacheStats
 
     if price is not None and not price >= 0:
         raise ConfigError(f"--price must be >= 0, got {price}")

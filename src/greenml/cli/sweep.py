@@ -19,7 +19,7 @@ Examples:
 
 \b
 make_step(config) receives a SweepConfig (batch_size, workers, device, precision,
-compile) and returns TrainStep(step, model) from greenml.optimize.sweep: step() runs
+compile) and returns TrainStep(step, model) from greenml.optimize.sweep.run: step() runs
 one training step and returns the samples it processed, or (samples, loss).
 greenml applies the precision (autocast of the model's forward; tf32 on CUDA) and
 torch.compile to the model. Each configuration is warmed up, then measured for at
@@ -137,9 +137,9 @@ def sweep(
     output: Path | None,
 ) -> None:
     """Measure J/sample and samples/s of a training step per precision, batch, compile, workers."""
-    from greenml.optimize.sweep import SweepGrid
-    from greenml.optimize.sweep import sweep as run_sweep
-    from greenml.optimize.sweep_target import load_factory
+    from greenml.optimize.sweep.run import SweepGrid
+    from greenml.optimize.sweep.run import sweep as run_sweep
+    from greenml.optimize.sweep.target import load_factory
 
     etas = _etas(eta)
     tolerance = _share(loss_tolerance)

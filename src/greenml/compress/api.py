@@ -107,7 +107,7 @@ def compress(
                     f"the model fails on its example_inputs: {type(exc).__name__}: {exc}"
                 ) from exc
         if own_meter:
-            from greenml.meter import Meter
+            from greenml.measure.meter import Meter
 
             meter = Meter(sample_hz=METER_SAMPLE_HZ)
         ctx = BuildContext(model, args, output, options, train_data, student)

@@ -19,7 +19,7 @@ from typing import Any
 
 from greenml.compress.options import CompressOptions
 from greenml.compress.variants import Predict, Variant
-from greenml.measurement import Measurement, weakest_method
+from greenml.measure.measurement import Measurement, weakest_method
 
 Evaluate = Callable[[Predict], Any]
 Progress = Callable[[str], None]

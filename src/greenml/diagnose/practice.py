@@ -19,7 +19,7 @@ from typing import Any
 
 from greenml.diagnose.findings import Finding
 from greenml.errors import ConfigError
-from greenml.measurement import JOULES_PER_KWH
+from greenml.measure.measurement import JOULES_PER_KWH
 
 CLEANER_BY = 0.20
 MIN_RUNS = 3

@@ -11,7 +11,7 @@ from greenml.accounting.intensity import IntensitySource
 from greenml.errors import ConfigError
 from greenml.exporter.collector import GreenmlCollector
 from greenml.exporter.state import LiveState
-from greenml.meter import Meter
+from greenml.measure.meter import Meter
 
 
 class Exporter:

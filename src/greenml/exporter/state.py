@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from greenml.accounting.intensity import IntensitySource
-from greenml.meter import Meter
+from greenml.measure.meter import Meter
 
 log = logging.getLogger("greenml")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from greenml.measurement import Measurement
+from greenml.measure.measurement import Measurement
 
 STEP, EPOCH = "step", "epoch"
 
@@ -54,7 +54,7 @@ class TrainingWindows:
             return
         self._started = True
         if self.meter is None:
-            from greenml.meter import Meter
+            from greenml.measure.meter import Meter
 
             self.meter = Meter()
         self.optimizer = self._make_optimizer()

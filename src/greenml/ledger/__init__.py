@@ -30,9 +30,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from greenml.errors import LedgerError
     from greenml.ledger.audit import Problem, VerifyResult, verify
     from greenml.ledger.canonical import canonical_json, record_sha256
-    from greenml.ledger.entry import GENESIS_HASH, Entry, LedgerError
+    from greenml.ledger.entry import GENESIS_HASH, Entry
     from greenml.ledger.file import append, entries, read_lines
     from greenml.ledger.hook import append_run, append_stored_run
     from greenml.ledger.keys import generate_keypair, load_private_key, load_public_key

@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from greenml.ledger.entry import LedgerError
+from greenml.errors import LedgerError
 
 
 def canonical_json(value: Any) -> bytes:

@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from greenml.errors import GreenmlError
+from greenml.errors import LedgerError
+from greenml.ledger.canonical import canonical_json, sha256_hex
 
 GENESIS_HASH = "0" * 64
 """The ``prev_hash`` of the first entry."""
@@ -18,10 +19,6 @@ HASHED_FIELDS = ("seq", "run_id", "record_sha256", "prev_hash", "appended_at")
 FIELDS = (*HASHED_FIELDS, "entry_hash", "signature", "key_id")
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-
-
-class LedgerError(GreenmlError):
-    """The ledger cannot be read, written or exported."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +70,6 @@ class Entry:
 
 def compute_entry_hash(fields: dict[str, Any]) -> str:
     """SHA-256 of the canonical JSON of the hashed fields."""
-    from greenml.ledger.canonical import canonical_json, sha256_hex
-
     return sha256_hex(canonical_json({name: fields[name] for name in HASHED_FIELDS}))
 
 

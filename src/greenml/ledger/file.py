@@ -17,11 +17,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from greenml.errors import LedgerError
 from greenml.ledger.canonical import record_sha256
 from greenml.ledger.entry import (
     GENESIS_HASH,
     Entry,
-    LedgerError,
     compute_entry_hash,
     parse_line,
 )

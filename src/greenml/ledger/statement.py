@@ -17,8 +17,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from greenml.errors import LedgerError
 from greenml.ledger.canonical import canonical_json, record_sha256
-from greenml.ledger.entry import GENESIS_HASH, Entry, LedgerError, parse_entry
+from greenml.ledger.entry import GENESIS_HASH, Entry, parse_entry
 
 FORMAT = "greenml-ledger-statement/1"
 

@@ -4,9 +4,9 @@ A power limit outlives the process that set it: it stays until someone resets
 it. So before the first change the original limit of each GPU is written to a
 JSON state file (keyed by GPU UUID); :meth:`GpuControl.restore` puts the
 originals back and clears the file, and after a crash ``greenml gpu restore``
-(:func:`restore_from_state`) does the same from the file. An entry already in
-the file is never overwritten: after a crash the file, not the GPU, knows the
-original.
+(:func:`~greenml.optimize.gpu_restore.restore_from_state`) does the same from
+the file. An entry already in the file is never overwritten: after a crash
+the file, not the GPU, knows the original.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def load_nvml(nvml: Any | None = None) -> Any:
     if hook:
         module, _, factory = hook.partition(":")
         return getattr(importlib.import_module(module), factory or "nvml")()
-    from greenml.sensors.nvml import _load
+    from greenml.measure.sensors.nvml import _load
 
     return _load(None)
 
@@ -123,7 +123,7 @@ class GpuControl:
         state_file: str | Path | None = None,
     ) -> None:
         from greenml.errors import SensorUnavailable
-        from greenml.sensors.nvml import _visible_handles
+        from greenml.measure.sensors.nvml import _visible_handles
 
         self._nvml = load_nvml(nvml)
         self.state_file = Path(state_file) if state_file is not None else default_state_file()

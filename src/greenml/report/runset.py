@@ -5,7 +5,7 @@ Uncertainty of totals
 Runs of one report are measured by the same sensors and methods (the same NVML
 counter, the same CPU model), so their errors are taken as fully correlated:
 absolute uncertainties **add linearly** across runs, as devices of one
-component do inside a run (:mod:`greenml.measurement`). This is the
+component do inside a run (:mod:`greenml.measure.measurement`). This is the
 conservative choice: for independent errors the true spread would be smaller
 (quadrature). Carbon uncertainties add the same way: runs in one place share
 the intensity's error. The PUE is taken as exact.

@@ -14,10 +14,8 @@ uncertainty that of the yearly saving (the effort is taken as exact).
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -25,8 +23,6 @@ from greenml.errors import ConfigError
 from greenml.report import savings_sections as text
 from greenml.report.compare import (
     METRICS,
-    Change,
-    Estimate,
     Metric,
     change,
     group_estimate,
@@ -35,43 +31,8 @@ from greenml.report.compare import (
 )
 from greenml.report.model import Report
 from greenml.report.quantities import sig
+from greenml.report.savings_model import Context, Payback, Saving
 from greenml.report.work import common_unit, per_label
-
-
-@dataclass(frozen=True)
-class Saving:
-    """One metric's saving per unit of work (or per run), in base units (J, g, USD)."""
-
-    metric: Metric
-    baseline: Estimate
-    optimized: Estimate
-    change: Change
-
-    @property
-    def value(self) -> float:
-        return self.baseline.value - self.optimized.value
-
-    @property
-    def uncertainty(self) -> float:
-        return math.hypot(self.baseline.uncertainty, self.optimized.uncertainty)
-
-    @property
-    def rel(self) -> float:
-        """The saving as a share of the baseline (negative: the optimized runs use more)."""
-        return -self.change.change_rel
-
-    @property
-    def significant(self) -> bool:
-        return self.change.significant
-
-
-@dataclass(frozen=True)
-class Payback:
-    """Months until the yearly $ saving repays the effort; ``None`` when it never does."""
-
-    effort_usd: float
-    months: float | None
-    uncertainty_months: float | None
 
 
 def payback(effort_usd: float, yearly_usd: float, yearly_uncertainty: float) -> Payback:
@@ -176,17 +137,6 @@ def compare(
         per_run = work_per_run or statistics.fmean(r.work or 0.0 for r in groups[0])
     context = Context(common, per_run, runs_per_year, effort_hours, hourly_rate_usd)
     return _report(baseline, optimized, found, unknown, context)
-
-
-@dataclass(frozen=True)
-class Context:
-    """What the figures are scaled by: unit of work, work per run, runs a year, effort."""
-
-    unit: str | None
-    work_per_run: float
-    runs_per_year: float | None
-    effort_hours: float | None
-    hourly_rate_usd: float | None
 
 
 def _report(

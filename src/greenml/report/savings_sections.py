@@ -5,16 +5,12 @@ Text only: every number comes from :mod:`greenml.report.savings`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from greenml.accounting.equivalences import Equivalence, equivalences
 from greenml.report.compare import METRICS, Metric
 from greenml.report.model import Figure, Section, Series, Table
 from greenml.report.quantities import energy, mass, money, sig
+from greenml.report.savings_model import Context, Payback, Saving
 from greenml.report.work import display_per, per_label
-
-if TYPE_CHECKING:
-    from greenml.report.savings import Context, Payback, Saving
 
 LABELS: dict[Metric, str] = {"energy": "energy", "carbon": "CO2eq", "cost": "cost"}
 _PHYSICAL: tuple[Metric, ...] = ("energy", "carbon")

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import ConfigError
-from greenml.timeparse import parse_duration_s, parse_instant
+from greenml.schedule.timeparse import parse_duration_s, parse_instant
 
 if TYPE_CHECKING:
     from greenml.schedule.job import Job
@@ -78,7 +78,7 @@ class GreenPlan:
 
     def describe(self, now_s: float, dry_run: bool = False) -> list[str]:
         """The plan in a few lines for stderr; the first says when, and on what forecast."""
-        from greenml.schedule.waiting import clock_text, utc_text
+        from greenml.run.waiting import clock_text, utc_text
 
         p = self.plan
         low, high = (f"{x:.0f}" for x in p.saving_pct_interval)
@@ -109,7 +109,7 @@ class GreenPlan:
 
     def duration_text(self) -> str:
         """``3:00:00 (--duration)`` or ``… (from the previous run … named …)``."""
-        from greenml.schedule.waiting import clock_text
+        from greenml.run.waiting import clock_text
 
         return f"{clock_text(self.job.duration_s)} ({self.duration_source})"
 
@@ -120,7 +120,7 @@ class GreenPlan:
 
     def summary_lines(self, executed: dict[str, Any]) -> list[str]:
         """What was carried out, after the run."""
-        from greenml.schedule.waiting import clock_text
+        from greenml.run.waiting import clock_text
 
         p = self.plan
         lines = [

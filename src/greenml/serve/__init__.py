@@ -24,15 +24,15 @@ _LAZY = {
     "measure_request": "greenml.serve.decorator",
     "RequestMetrics": "greenml.serve.metrics",
     "export_request_metrics": "greenml.serve.metrics",
-    "cache_key": "greenml.serve.cache_keys",
+    "cache_key": "greenml.serve.cache.keys",
     "JsonCodec": "greenml.serve.codec",
     "BytesCodec": "greenml.serve.codec",
-    "MemoryBackend": "greenml.serve.cache_memory",
-    "RedisBackend": "greenml.serve.cache_redis",
-    "CacheStats": "greenml.serve.cache_stats",
-    "Hit": "greenml.serve.response_cache",
-    "ResponseCache": "greenml.serve.response_cache",
-    "SemanticCache": "greenml.serve.semantic_cache",
+    "MemoryBackend": "greenml.serve.cache.memory",
+    "RedisBackend": "greenml.serve.cache.redis",
+    "CacheStats": "greenml.serve.cache.stats",
+    "Hit": "greenml.serve.cache.response",
+    "ResponseCache": "greenml.serve.cache.response",
+    "SemanticCache": "greenml.serve.cache.semantic",
     "ExactIndex": "greenml.serve.vector_index",
     "FaissIndex": "greenml.serve.faiss_index",
     "MiniLMEmbedder": "greenml.serve.embeddings",
@@ -84,10 +84,12 @@ if TYPE_CHECKING:
         recommend_batch,
     )
     from greenml.serve.batching import DynamicBatcher
-    from greenml.serve.cache_keys import cache_key
-    from greenml.serve.cache_memory import MemoryBackend
-    from greenml.serve.cache_redis import RedisBackend
-    from greenml.serve.cache_stats import CacheStats
+    from greenml.serve.cache.keys import cache_key
+    from greenml.serve.cache.memory import MemoryBackend
+    from greenml.serve.cache.redis import RedisBackend
+    from greenml.serve.cache.response import Hit, ResponseCache
+    from greenml.serve.cache.semantic import SemanticCache
+    from greenml.serve.cache.stats import CacheStats
     from greenml.serve.codec import BytesCodec, JsonCodec
     from greenml.serve.decorator import measure_request
     from greenml.serve.embeddings import HashingEmbedder, MiniLMEmbedder
@@ -95,8 +97,6 @@ if TYPE_CHECKING:
     from greenml.serve.metrics import RequestMetrics, export_request_metrics
     from greenml.serve.middleware import EnergyMiddleware
     from greenml.serve.requests import RequestMeter, RouteEnergy, ServingReport, SettledRequest
-    from greenml.serve.response_cache import Hit, ResponseCache
-    from greenml.serve.semantic_cache import SemanticCache
     from greenml.serve.vector_index import ExactIndex
 
 

@@ -11,7 +11,7 @@ energy of a segment comes from the cumulative integral of the power model.
 The result is exact for the power model chosen: ``linear`` (the Meter's
 trapezoid rule) or ``step`` (each reading held until the next one,
 piecewise-constant power). Power is held constant before the first reading and
-after the last, as :class:`greenml.timeline.PowerTimeline` does.
+after the last, as :class:`greenml.measure.timeline.PowerTimeline` does.
 """
 
 from __future__ import annotations

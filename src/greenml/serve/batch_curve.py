@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from greenml.errors import ConfigError
 
 if TYPE_CHECKING:
-    from greenml.meter import Meter
+    from greenml.measure.meter import Meter
 
 
 @dataclass(frozen=True)

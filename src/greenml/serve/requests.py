@@ -31,12 +31,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import ConfigError
-from greenml.measurement import COUNTER, POWER_INTEGRATED, weakest_method
+from greenml.measure.measurement import COUNTER, POWER_INTEGRATED, weakest_method
 from greenml.serve.attribution import Interpolation, attribute_energy
 from greenml.serve.request_report import RouteEnergy, ServingReport, SettledRequest
 
 if TYPE_CHECKING:
-    from greenml.meter import Meter
+    from greenml.measure.meter import Meter
 
 log = logging.getLogger("greenml")
 
@@ -81,7 +81,7 @@ class RequestMeter:
             raise ConfigError("settle_every_s and guard_s must be >= 0")
         self._owned = meter is None
         if meter is None:
-            from greenml.meter import Meter
+            from greenml.measure.meter import Meter
 
             meter = Meter(sample_hz=sample_hz)
         self.meter = meter

@@ -323,14 +323,3 @@ def _smallest_sums(v: Vectors) -> tuple[Any, Any]:
     sums[1:] = np.cumsum(np.sort(np.abs(v.astype(np.float64))))
     inverse = 1.0 / np.maximum(np.arange(v.shape[0] + 1, dtype=np.float32), 1.0)
     return sums, inverse
-
-
-def make_index(kind: str, dim: int, capacity: int = 1024) -> VectorIndex:
-    """``exact`` (NumPy) or ``faiss`` (HNSW, approximate)."""
-    if kind == "exact":
-        return ExactIndex(dim, capacity)
-    if kind == "faiss":
-        from greenml.serve.faiss_index import FaissIndex
-
-        return FaissIndex(dim)
-    raise ConfigError(f"index must be 'exact' or 'faiss', not {kind!r}")

@@ -12,17 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from greenml.store.ids import new_run_id
+
 if TYPE_CHECKING:
     from greenml.store.repository import Store
 
 __all__ = ["Store", "default_db_url", "new_run_id", "open_store"]
-
-
-def new_run_id() -> str:
-    """A fresh run id: 12 hex characters (48 random bits)."""
-    import uuid
-
-    return uuid.uuid4().hex[:12]
 
 
 def open_store(url: str | None = None) -> Store:

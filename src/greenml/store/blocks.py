@@ -15,7 +15,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from greenml.measurement import Sample
+from greenml.measure.measurement import Sample
 from greenml.store.schema import BLOCK_COLUMNS
 
 _METRICS = BLOCK_COLUMNS[2:]

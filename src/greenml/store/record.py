@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from greenml.errors import StoreError
-from greenml.measurement import (
+from greenml.measure.measurement import (
     POWER_INTEGRATED,
     ComponentEnergy,
     DeviceEnergy,

@@ -12,11 +12,11 @@ from typing import Any
 from sqlalchemy import Connection, Engine, select, update
 
 from greenml.errors import ConfigError, RunNotFound, StoreError
-from greenml.measurement import Measurement, Sample
-from greenml.store import new_run_id
+from greenml.measure.measurement import Measurement, Sample
 from greenml.store import record as rec
 from greenml.store.blocks import pack_blocks, unpack_blocks
 from greenml.store.engine import WRITE_OPTION, init_schema, make_engine, store_errors
+from greenml.store.ids import new_run_id
 from greenml.store.rows import (
     METRIC_COLUMNS,
     dumps,

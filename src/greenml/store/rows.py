@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from greenml.measurement import Measurement, Sample
+from greenml.measure.measurement import Measurement, Sample
 from greenml.store.record import Row, loads, window_summary
 
 METRIC_COLUMNS = ("utilization", "sm_activity", "memory_used_bytes", "sm_clock_mhz")

@@ -1,0 +1,302 @@
+"""Offline estimate of the energy, carbon and cost of a job that was not measured.
+
+Three ways to give the amount of work (exactly one per estimate):
+
+- **device-hours**: ``gpu``, ``count``, ``hours`` (wall-clock hours per device);
+- **compute**: ``flops`` on ``gpu`` at ``mfu`` of its ``precision`` peak:
+  device-hours = FLOPs / (peak × MFU) / 3600;
+- **model & data**: ``params`` × ``tokens`` → training FLOPs ≈ 6·N·D (Kaplan
+  et al., "Scaling Laws for Neural Language Models", 2020), then as compute.
+
+Power per device is TDP × ``utilization`` unless ``power_w`` (a measured
+average per device) is given. IT energy × PUE = facility energy; × carbon
+intensity = CO2eq; × ``price`` = cost. ``trials`` repeats the whole job (a
+hyperparameter search). Every input and default lands in
+:attr:`Estimate.assumptions` with its source; nothing is filled in silently.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from greenml.errors import ConfigError
+from greenml.estimation.inputs import (
+    J_PER_KWH,
+    Steps,
+    energy_text,
+    mass_text,
+    num,
+    resolve_device,
+    resolve_intensity,
+    resolve_pue,
+)
+
+if TYPE_CHECKING:
+    from greenml.accounting.equivalences import Equivalence
+    from greenml.accounting.intensity import IntensitySource
+    from greenml.accounting.pue import Pue
+    from greenml.hardware.gpu import GpuSpec
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """An estimated job: energy in joules, CO2eq in grams, cost in US dollars.
+
+    Attributes:
+        mode: ``device-hours``, ``compute`` or ``model-data``.
+        gpu: The table row used.
+        device_hours: Device-hours over all trials.
+        wall_hours: Wall-clock hours of one trial.
+        power_w: Average power per device.
+        it_energy_j: Energy drawn by the devices.
+        energy_j: Facility energy (IT × PUE): what the grid supplies.
+        pue: The PUE used (value and source).
+        intensity_g_per_kwh: Carbon intensity, ``None`` if unknown.
+        intensity_source: Where the intensity comes from, or why it is unknown.
+        co2_g: Emissions, ``None`` if the intensity is unknown.
+        cost_usd: Electricity cost, ``None`` if no price was given.
+        assumptions: Every input and default: name → ``{"value", "source"}``.
+        formula: The calculation with the numbers substituted, one step a line.
+        equivalences: Everyday equivalences of the CO2eq and the energy.
+        notes: What the reader should know (e.g. carbon unknown and how to fix it).
+    """
+
+    mode: str
+    gpu: GpuSpec
+    device_hours: float
+    wall_hours: float
+    power_w: float
+    it_energy_j: float
+    energy_j: float
+    pue: Pue
+    intensity_g_per_kwh: float | None
+    intensity_source: str
+    co2_g: float | None
+    cost_usd: float | None
+    assumptions: dict[str, dict[str, Any]]
+    formula: str
+    equivalences: tuple[Equivalence, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def energy_kwh(self) -> float:
+        return self.energy_j / J_PER_KWH
+
+    @property
+    def energy_mwh(self) -> float:
+        return self.energy_kwh / 1000
+
+    @property
+    def it_energy_mwh(self) -> float:
+        return self.it_energy_j / J_PER_KWH / 1000
+
+    @property
+    def co2_t(self) -> float | None:
+        return None if self.co2_g is None else self.co2_g / 1e6
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict: figures in MWh, tonnes and dollars, with every assumption."""
+        return {
+            "energy_mwh": self.energy_mwh,
+            "energy_kwh": self.energy_kwh,
+            "it_energy_mwh": self.it_energy_mwh,
+            "facility_energy_mwh": self.energy_mwh,
+            "co2_t": self.co2_t,
+            "cost_usd": self.cost_usd,
+            "device_hours": self.device_hours,
+            "wall_hours": self.wall_hours,
+            "mode": self.mode,
+            "gpu": self.gpu.name,
+            "power_w": self.power_w,
+            "pue": self.pue.value,
+            "intensity_g_per_kwh": self.intensity_g_per_kwh,
+            "intensity_source": self.intensity_source,
+            "assumptions": self.assumptions,
+            "equivalences": {e.key: e.to_json() for e in self.equivalences},
+            "formula": self.formula,
+            "notes": list(self.notes),
+        }
+
+
+def estimate(
+    *,
+    gpu: str | GpuSpec,
+    count: int = 1,
+    hours: float | None = None,
+    flops: float | None = None,
+    params: float | None = None,
+    tokens: float | None = None,
+    utilization: float | None = None,
+    power_w: float | None = None,
+    mfu: float | None = None,
+    precision: str | None = None,
+    pue: float | str | None = None,
+    ci: float | IntensitySource | None = None,
+    ci_description: str | None = None,
+    price: float | None = None,
+    trials: int = 1,
+    at: datetime | None = None,
+) -> Estimate:
+    """Estimate a job that was not measured.
+
+    Args:
+        gpu: Device name or alias (``H100``, ``NVIDIA A100-SXM4-40GB``) or a spec.
+        count: Devices working in parallel.
+        hours: Wall-clock hours per device (device-hours mode).
+        flops: Total floating-point operations (compute mode).
+        params: Model parameters N (model & data mode, with ``tokens``).
+        tokens: Training tokens D (model & data mode, with ``params``).
+        utilization: Share of TDP drawn on average, in (0, 1]; default 1.0.
+        power_w: Average power per device in watts, e.g. measured; replaces
+            TDP × utilization.
+        mfu: Model FLOPs utilization in (0, 1]; default 1.0 (peak throughput).
+        precision: ``fp16`` (default), ``bf16``, ``tf32``, ``fp32``, ``int8`` or
+            ``fp16_sparse`` — which peak of the table the FLOPs run at.
+        pue: A PUE value, or a provider (``gcp``, ``aws``, ``azure``,
+            ``datacenter``, ``personal``); default 1.0 (IT energy only).
+        ci: Carbon intensity in gCO2eq/kWh, or an intensity source; its value
+            at ``at`` is held constant over the job.
+        ci_description: How ``ci`` was chosen (e.g. the resolved location).
+        price: Electricity price in US dollars per kWh of facility energy.
+        trials: Times the whole job runs (a hyperparameter search).
+        at: When the job ran, for an intensity source (default: now).
+
+    Raises:
+        ConfigError: Bad or conflicting input, unknown GPU (with the closest
+            names), or a device without the figure needed.
+    """
+    from greenml.accounting.equivalences import equivalences
+
+    steps = Steps()
+    spec = resolve_device(gpu, steps)
+    mode = _mode(hours, flops, params, tokens)
+    count = _positive_int(count, "count")
+    trials = _positive_int(trials, "trials")
+    steps.add("count", count, "given: devices in parallel" if count != 1 else "default: 1 device")
+    if mode == "device-hours":
+        if mfu is not None or precision is not None:
+            raise ConfigError("mfu and precision apply to flops or params × tokens, not to hours")
+        wall_h = _positive(hours, "hours")
+        one_trial_dh = count * wall_h
+        steps.add("hours", wall_h, "given: wall-clock hours per device")
+        steps.line(f"device-hours = {count:,} × {num(wall_h)} h = {num(one_trial_dh)} h")
+    else:
+        work = _flops(mode, flops, params, tokens, steps)
+        one_trial_dh = steps.compute_hours(spec, work, precision, mfu)
+        wall_h = one_trial_dh / count
+        steps.add("hours", wall_h, "derived: device-hours ÷ count (wall-clock per device)")
+    device_hours = one_trial_dh * trials
+    steps.add("trials", trials, "given" if trials != 1 else "default: the job runs once")
+    if trials != 1:
+        steps.line(f"× {trials} trials = {num(device_hours)} device-hours")
+    watts = steps.power(spec, power_w, utilization)
+    it_j = device_hours * 3600.0 * watts
+    steps.line(f"IT energy = {num(device_hours)} h × {num(watts)} W = {energy_text(it_j)}")
+    pue_used = resolve_pue(pue, steps)
+    energy_j = pue_used.facility_j(it_j)
+    steps.line(
+        f"facility energy = {energy_text(it_j)} × PUE {pue_used.value:g} = {energy_text(energy_j)}"
+    )
+    intensity, source = resolve_intensity(ci, ci_description, at or datetime.now(timezone.utc))
+    co2_g = _co2(energy_j, intensity, source, steps)
+    cost = _cost(energy_j, price, steps)
+    return Estimate(
+        mode=mode,
+        gpu=spec,
+        device_hours=device_hours,
+        wall_hours=wall_h,
+        power_w=watts,
+        it_energy_j=it_j,
+        energy_j=energy_j,
+        pue=pue_used,
+        intensity_g_per_kwh=intensity,
+        intensity_source=source,
+        co2_g=co2_g,
+        cost_usd=cost,
+        assumptions=steps.assumptions,
+        formula="\n".join(steps.lines),
+        equivalences=tuple(equivalences(co2_g, energy_j)),
+        notes=() if co2_g is not None else (_unknown_note(source),),
+    )
+
+
+def _mode(
+    hours: float | None, flops: float | None, params: float | None, tokens: float | None
+) -> str:
+    given = [
+        name
+        for name, on in (
+            ("hours", hours is not None),
+            ("flops", flops is not None),
+            ("params × tokens", params is not None or tokens is not None),
+        )
+        if on
+    ]
+    if len(given) != 1:
+        what = " and ".join(given) if given else "none"
+        raise ConfigError(
+            f"give exactly one of hours (device-hours), flops (compute) or params and "
+            f"tokens (model & data); got {what}"
+        )
+    return {"hours": "device-hours", "flops": "compute"}.get(given[0], "model-data")
+
+
+def _flops(
+    mode: str, flops: float | None, params: float | None, tokens: float | None, steps: Steps
+) -> float:
+    if mode == "compute":
+        work = _positive(flops, "flops")
+        steps.add("flops", work, "given")
+        return work
+    if params is None or tokens is None:
+        raise ConfigError("the model & data mode needs both params and tokens")
+    n, d = _positive(params, "params"), _positive(tokens, "tokens")
+    work = 6.0 * n * d
+    steps.add("params", n, "given")
+    steps.add("tokens", d, "given")
+    steps.add("flops", work, "derived: 6 × params × tokens (Kaplan et al. 2020, training)")
+    steps.line(f"training FLOPs = 6 × {n:.3g} params × {d:.3g} tokens = {work:.3g} FLOP")
+    return work
+
+
+def _unknown_note(source: str) -> str:
+    return source if source.startswith("carbon unknown") else f"carbon unknown: {source}"
+
+
+def _co2(energy_j: float, intensity: float | None, source: str, steps: Steps) -> float | None:
+    steps.add("carbon_intensity_g_per_kwh", intensity, source)
+    kwh = energy_j / J_PER_KWH
+    if intensity is None:
+        steps.line("CO2eq = unknown (no carbon intensity)")
+        return None
+    co2_g = kwh * intensity
+    steps.line(f"CO2eq = {num(kwh)} kWh × {num(intensity)} g/kWh = {mass_text(co2_g)}")
+    return co2_g
+
+
+def _cost(energy_j: float, price: float | None, steps: Steps) -> float | None:
+    if price is None:
+        steps.add("price_usd_per_kwh", None, "not given: no cost")
+        return None
+    if isinstance(price, bool) or not (math.isfinite(price) and price >= 0):
+        raise ConfigError(f"price must be ≥ 0 USD/kWh, got {price}")
+    kwh = energy_j / J_PER_KWH
+    cost = kwh * price
+    steps.add("price_usd_per_kwh", float(price), "given; applied to facility energy")
+    steps.line(f"cost = {num(kwh)} kWh × ${price:g}/kWh = ${num(cost)}")
+    return cost
+
+
+def _positive(value: float | None, name: str) -> float:
+    if value is None or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{name} must be a positive number, got {value}")
+    return float(value)
+
+
+def _positive_int(value: int, name: str) -> int:
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ConfigError(f"{name} must be a whole number ≥ 1, got {value}")
+    return int(value)

@@ -1,0 +1,1 @@
+"""Measuring: the Meter, measurements, power timelines, sensors and the events channel."""

@@ -1,0 +1,142 @@
+"""A one-way channel from a measured program to ``greenml run``: JSON lines in a file.
+
+``greenml run`` sets ``GREENML_EVENTS`` to a fresh file for its child. In the
+child, :func:`emit` appends one JSON line per event with a single ``os.write``
+on an ``O_APPEND`` descriptor: on Linux such a write (< 4 KB) is atomic, so
+several ranks and processes may write to the same file without torn lines.
+Without the variable, :func:`emit` does nothing; it never raises.
+
+Every event carries ``kind``, ``t`` (Unix time, s), ``rank`` and ``pid``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+ENV_VAR = "GREENML_EVENTS"
+MAX_LINE_BYTES = 4000  # below PIPE_BUF-sized writes: one write, one line
+log = logging.getLogger("greenml")
+
+_fd: int | None = None
+_fd_key: tuple[str, int] | None = None  # (path, pid) the descriptor was opened for
+_failed: set[str] = set()
+
+
+def current_rank() -> int:
+    """This process's rank: ``RANK`` (torch.distributed), else ``SLURM_PROCID``, else 0."""
+    for var in ("RANK", "SLURM_PROCID"):
+        value = os.environ.get(var)
+        if value:
+            try:
+                return int(value)
+            except ValueError:
+                continue
+    return 0
+
+
+def enabled() -> bool:
+    """Whether events go anywhere (``GREENML_EVENTS`` is set)."""
+    return bool(os.environ.get(ENV_VAR))
+
+
+def emit(kind: str, **fields: Any) -> None:
+    """Append one event line; a no-op without ``GREENML_EVENTS``; never raises."""
+    path = os.environ.get(ENV_VAR)
+    if not path:
+        return
+    try:
+        event = {"kind": kind, "t": time.time(), "rank": current_rank(), "pid": os.getpid()}
+        event.update(fields)
+        data = (json.dumps(event, default=str, separators=(",", ":")) + "\n").encode()
+        if len(data) > MAX_LINE_BYTES:
+            small = {k: event[k] for k in ("kind", "t", "rank", "pid")}
+            small["error"] = f"event too large ({len(data)} bytes), fields dropped"
+            data = (json.dumps(small) + "\n").encode()
+        os.write(_descriptor(path), data)
+    except Exception as exc:  # the user's program must never notice
+        if path not in _failed:
+            _failed.add(path)
+            log.warning("greenml: events to %s are lost: %s", path, exc)
+
+
+def _descriptor(path: str) -> int:
+    """One O_APPEND descriptor per (path, process); reopened after a fork."""
+    global _fd, _fd_key
+    key = (path, os.getpid())
+    if _fd is None or _fd_key != key:
+        _fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        _fd_key = key
+    return _fd
+
+
+def progress(step: float, total: float | None = None, **fields: Any) -> None:
+    """Report that ``step`` of ``total`` units of work are done (steps, epochs, samples).
+
+    ``greenml run`` projects the run's total energy, time, carbon and cost from
+    these reports. Outside ``greenml run`` this does nothing; it never raises.
+    (Public as ``greenml.progress``; it lives here because a module
+    ``greenml.progress`` would shadow the function on the package.)
+    """
+    emit("progress", step=step, total=total, **fields)
+
+
+class EventReader:
+    """Reads the events appended to a file since the last call (the parent's side)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._offset = 0
+        self._partial = b""
+        self.bad_lines = 0
+
+    def read_new(self) -> list[dict[str, Any]]:
+        """The complete lines written since the last call, parsed; bad lines are counted."""
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self._offset)
+                chunk = handle.read()
+        except OSError:
+            return []
+        self._offset += len(chunk)
+        data = self._partial + chunk
+        lines = data.split(b"\n")
+        self._partial = lines.pop()  # an unfinished last line waits for the next call
+        events: list[dict[str, Any]] = []
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                self.bad_lines += 1
+                continue
+            if isinstance(event, dict) and isinstance(event.get("kind"), str):
+                events.append(event)
+            else:
+                self.bad_lines += 1
+        return events
+
+
+def window_measurement(event: dict[str, Any]) -> Any:
+    """A ``window`` event as a :class:`~greenml.measure.measurement.Measurement`, ``NAME/rankR``.
+
+    Each component becomes one device keyed ``COMPONENT@rankR``.
+    """
+    from datetime import datetime, timezone
+
+    from greenml.measure.measurement import ComponentEnergy, DeviceEnergy, Measurement
+
+    rank = int(event.get("rank", 0))
+    start = float(event["start_s"])
+    duration = max(0.0, float(event["end_s"]) - start)
+    components: dict[str, ComponentEnergy] = {}
+    for comp, (energy_j, method, unc) in (event.get("components") or {}).items():
+        device = DeviceEnergy(float(energy_j), str(method), float(unc), f"rank{rank}")
+        components[comp] = ComponentEnergy({f"{comp}@rank{rank}": device})
+    started = datetime.fromtimestamp(start, tz=timezone.utc)
+    return Measurement(f"{event['name']}/rank{rank}", started, duration, components)

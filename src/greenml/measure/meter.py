@@ -1,0 +1,473 @@
+"""The Meter: cheap named energy windows over a set of sensors.
+
+A window is two snapshots: at ``begin_window`` the Meter notes the time and
+reads the energy counters; at ``end_window`` it does the same and subtracts.
+Devices without a counter are integrated from the power timeline that one
+background sampler thread per Meter records. Windows may nest and overlap.
+
+A failing sensor never raises into the user's program: the Meter records the
+gap, labels the affected figures, and logs one warning per device.
+
+A long-lived Meter (a server's) bounds its memory through
+:meth:`Meter.forget_before`: consumers of :meth:`Meter.timeline` say which
+samples they no longer need, and the Meter drops a sample only when no
+consumer and no open window needs it (see that method for how).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from greenml.errors import WindowError
+from greenml.measure.alarm import Alarm
+from greenml.measure.measurement import (
+    POWER_INTEGRATED,
+    ComponentEnergy,
+    DeviceEnergy,
+    Measurement,
+    Sample,
+)
+from greenml.measure.sensors.base import Device, Sensor
+from greenml.measure.timeline import PowerTimeline
+
+log = logging.getLogger("greenml")
+
+Clock = Callable[[], float]
+
+
+@dataclass(slots=True)
+class _Begin:
+    mono_s: float
+    wall_s: float
+    counters: dict[str, float]
+    # energy_at(mono_s) per device, fixed once a sample after mono_s exists;
+    # with it the window no longer needs the samples before its start
+    pinned_j: dict[str, float] = field(default_factory=dict)
+
+
+class _Channel:
+    """What the Meter keeps per device: its power timeline and its gaps."""
+
+    __slots__ = ("device", "gap_start", "gaps", "timeline")
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.timeline = PowerTimeline()
+        self.gaps: list[tuple[float, float]] = []  # closed intervals without data
+        self.gap_start: float | None = None  # an open gap began here
+
+    def gap_seconds(self, start: float, end: float) -> float:
+        """Seconds of [start, end] not covered by readings of this device."""
+        if not self.gaps and self.gap_start is None:
+            return 0.0
+        spans = list(self.gaps)
+        if self.gap_start is not None:
+            spans.append((self.gap_start, end))
+        return sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
+
+
+class WindowHandle:
+    """What ``with meter.window(name) as w`` gives; ``w.measurement`` after the block."""
+
+    __slots__ = ("measurement", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.measurement: Measurement | None = None
+
+
+class Meter:
+    """Measures energy in named windows over GPUs, CPU and DRAM.
+
+    Args:
+        gpus: GPU indices among the visible ones (``CUDA_VISIBLE_DEVICES``);
+            ``None`` measures all, ``[]`` none.
+        cpu: Measure the CPU and DRAM (RAPL counters, else the labelled model).
+        sample_hz: Power sampling rate of the background thread; 0 disables
+            the thread (call :meth:`sample_now` yourself).
+        sensors: Use these sensors instead of discovering the machine's.
+        cpu_scope: ``machine`` or ``process`` (the process tree of ``pid``)
+            for the CPU/DRAM model.
+        pid: Root of the process tree for ``cpu_scope="process"``.
+        sync_cuda: Synchronize pending CUDA work before each timestamp when
+            torch with CUDA is in use.
+        record_samples: Keep every reading for :meth:`drain_samples` (the run
+            store uses this); off by default to bound memory.
+        publish_windows: Send each finished window as a ``window`` event to
+            ``greenml run`` (see :mod:`greenml.measure.events`), which stores it with
+            the run under ``NAME/rankR``; a no-op outside ``greenml run``.
+    """
+
+    def __init__(
+        self,
+        gpus: Sequence[int] | None = None,
+        cpu: bool = True,
+        sample_hz: float = 1.0,
+        *,
+        sensors: Sequence[Sensor] | None = None,
+        cpu_scope: str = "machine",
+        pid: int | None = None,
+        sync_cuda: bool = True,
+        record_samples: bool = False,
+        publish_windows: bool = False,
+        clock: Clock = time.monotonic,
+        wall_clock: Clock = time.time,
+    ) -> None:
+        if sample_hz < 0 or not math.isfinite(sample_hz):
+            raise ValueError(f"sample_hz must be a finite number >= 0, got {sample_hz}")
+        self.notes: list[str] = []
+        if sensors is None:
+            from greenml.measure.sensors.discover import discover_sensors
+
+            sensors, self.notes = discover_sensors(gpus, cpu, cpu_scope, pid)
+        self._sensors = list(sensors)
+        self._clock = clock
+        self._wall_offset = wall_clock() - clock()
+        self._sync_cuda = sync_cuda
+        self._period_s = 1.0 / sample_hz if sample_hz > 0 else math.inf
+        self._channels: dict[str, _Channel] = {}
+        for sensor in self._sensors:
+            for device in sensor.devices:
+                if device.key in self._channels:
+                    raise ValueError(f"two sensors report device {device.key!r}")
+                self._channels[device.key] = _Channel(device)
+                if device.note:
+                    self.notes.append(f"{device.key}: {device.note}")
+        self._counter_sensors = [s for s in self._sensors if any(d.has_counter for d in s.devices)]
+        self._windows: dict[str, _Begin] = {}
+        self._windows_lock = threading.Lock()  # begin_window vs forget_before
+        self._holds: dict[str, dict[str, float]] = {}  # holder → device → monotonic time
+        self._counters_read_at = -math.inf
+        self._energy_lock = threading.Lock()
+        self._samples_lock = threading.Lock()
+        self._record_samples = record_samples
+        self._publish = publish_windows
+        self._pending: list[Sample] = []
+        self._warned: set[str] = set()
+        self._stop = Alarm()
+        self._thread: threading.Thread | None = None
+        self.sample_now()
+        if sample_hz > 0:
+            self._thread = threading.Thread(
+                target=self._sample_loop, name="greenml-sampler", daemon=True
+            )
+            self._thread.start()
+
+    # ----------------------------------------------------------------- windows
+
+    @property
+    def devices(self) -> list[Device]:
+        return [ch.device for ch in self._channels.values()]
+
+    def begin_window(self, name: str, sync_execution: bool = True) -> None:
+        """Open a window; names must be unique among the open windows."""
+        if name in self._windows:
+            raise WindowError(f"window {name!r} is already open")
+        if sync_execution:
+            self._sync()
+        with self._windows_lock:  # forget_before sees either this window or a later clock
+            mono = self._clock()
+            self._windows[name] = _Begin(mono, mono + self._wall_offset, self._read_counters())
+
+    def end_window(self, name: str, sync_execution: bool = True) -> Measurement:
+        """Close a window and return what it measured."""
+        begin = self._windows.get(name)
+        if begin is None:
+            raise WindowError(f"window {name!r} was not begun")
+        if sync_execution:
+            self._sync()
+        try:  # measured while still open, so forget_before keeps what it reads
+            measurement = self._measure(name, begin, self._clock(), self._read_counters())
+        finally:
+            with self._windows_lock:
+                ended = self._windows.get(name) is begin
+                if ended:
+                    del self._windows[name]
+        if not ended:
+            raise WindowError(f"window {name!r} was ended twice")
+        if self._publish:
+            _publish(measurement)
+        return measurement
+
+    def peek_window(self, name: str) -> Measurement:
+        """What an open window has measured so far, leaving it open."""
+        begin = self._windows.get(name)
+        if begin is None:
+            raise WindowError(f"window {name!r} is not open")
+        return self._measure(name, begin, self._clock(), self._read_counters())
+
+    @contextmanager
+    def window(self, name: str, sync_execution: bool = True) -> Iterator[WindowHandle]:
+        """``with meter.window("epoch") as w: ...`` then ``w.measurement``."""
+        handle = WindowHandle(name)
+        self.begin_window(name, sync_execution)
+        try:
+            yield handle
+        finally:
+            handle.measurement = self.end_window(name, sync_execution)
+
+    def _measure(
+        self, name: str, begin: _Begin, end_mono: float, counters: dict[str, float]
+    ) -> Measurement:
+        duration = max(0.0, end_mono - begin.mono_s)
+        per_component: dict[str, dict[str, DeviceEnergy]] = {}
+        start_counters = begin.counters
+        for key, channel in self._channels.items():
+            device = channel.device
+            start_j, end_j = start_counters.get(key), counters.get(key)
+            if start_j is not None and end_j is not None:  # the hot path: two counter reads
+                energy = DeviceEnergy(
+                    end_j - start_j, device.method, device.uncertainty_rel, device.name
+                )
+            else:
+                energy = self._device_energy(channel, begin, end_mono, duration)
+            per_component.setdefault(device.component, {})[key] = energy
+        started = datetime.fromtimestamp(begin.wall_s, tz=timezone.utc)
+        components = {c: ComponentEnergy(devices) for c, devices in per_component.items()}
+        return Measurement(name, started, duration, components)
+
+    def _device_energy(
+        self, channel: _Channel, begin: _Begin, end: float, duration: float
+    ) -> DeviceEnergy:
+        """Energy of a device without both counter readings: from its power timeline."""
+        device = channel.device
+        if device.has_counter:
+            method, note = POWER_INTEGRATED, "energy counter unreadable; sampled power integrated"
+        else:
+            method, note = device.method, ""
+        if duration == 0:
+            return DeviceEnergy(0.0, method, device.uncertainty_rel, device.name, note)
+        line = channel.timeline
+        covered_end = end
+        if channel.gap_start is not None and line.last_time_s is not None:
+            covered_end = min(
+                end, max(begin.mono_s, line.last_time_s)
+            )  # no extrapolation into a gap
+        if not len(line):
+            return DeviceEnergy(0.0, method, 1.0, device.name, "no power reading in this window")
+        energy_j = line.energy_at(covered_end)
+        start_j = line.energy_at(begin.mono_s)
+        # Read after it: forget_before pins before it trims, so a trim that made
+        # start_j stale has left its pin here (the same value, kept).
+        start_j = begin.pinned_j.get(channel.device.key, start_j)
+        energy = energy_j - start_j if covered_end > begin.mono_s else 0.0
+        # A reading stands for its neighbourhood: over a window only a few sample
+        # periods long, the unknown power between readings dominates the error.
+        sampling = min(1.0, 0.5 * self._period_s / duration)
+        uncertainty = math.hypot(device.uncertainty_rel, sampling)
+        gap = channel.gap_seconds(begin.mono_s, end)
+        if gap > 0:
+            uncertainty += gap / duration
+            note = f"{note + '; ' if note else ''}no readings for {gap:.1f} s of {duration:.1f} s"
+        return DeviceEnergy(energy, method, min(uncertainty, 1.0), device.name, note)
+
+    # ----------------------------------------------------------------- sampling
+
+    def sample_now(self) -> None:
+        """Read every sensor once and append to the timelines."""
+        mono = self._clock()
+        wall = mono + self._wall_offset
+        if self._counter_sensors and mono - self._counters_read_at >= 1.0:
+            # Keeps the wrap-around tracking of slow counters (RAPL) current;
+            # once a second is plenty: they wrap after minutes at the least.
+            self._counters_read_at = mono
+            self._read_counters()
+        for sensor in self._sensors:
+            powers = self._safe_read(sensor, sensor.read_power_w, "power")
+            # Gauges only matter to the store; an in-process Meter skips reading them.
+            wanted = bool(powers) and self._record_samples
+            metrics = self._safe_read(sensor, sensor.read_metrics, "metrics") if wanted else {}
+            for device in sensor.devices:
+                channel = self._channels[device.key]
+                power = powers.get(device.key)
+                if power is None:
+                    if channel.gap_start is None:
+                        channel.gap_start = channel.timeline.last_time_s or mono
+                        self._warn_once(device.key, f"{device.key} ({device.name}) gave no reading")
+                    continue
+                if channel.gap_start is not None:
+                    channel.gaps.append((channel.gap_start, mono))
+                    channel.gap_start = None
+                channel.timeline.append(mono, power)
+                if self._record_samples:
+                    sample = Sample(
+                        device.key, device.component, wall, power, metrics.get(device.key, {})
+                    )
+                    with self._samples_lock:
+                        self._pending.append(sample)
+
+    def drain_samples(self) -> list[Sample]:
+        """Samples recorded since the last call (needs ``record_samples=True``)."""
+        with self._samples_lock:
+            out, self._pending = self._pending, []
+        return out
+
+    def current_power_w(self) -> float:
+        """Sum of the latest power reading of every device."""
+        return sum(ch.timeline.last_power_w or 0.0 for ch in self._channels.values())
+
+    def timeline(self, key: str, since_s: float | None = None) -> tuple[list[float], list[float]]:
+        """(Unix times, watts) recorded for one device.
+
+        Args:
+            key: Device key.
+            since_s: Unix time: only the samples at or after it, plus the one
+                before it (so integrating from ``since_s`` on is exact); the
+                cost is O(log n + samples returned). ``None``: every sample
+                still kept (see :meth:`forget_before`).
+        """
+        off = self._wall_offset
+        # 1 µs early: Unix → monotonic rounding must not lose the sample before since_s
+        since = None if since_s is None else since_s - off - 1e-6
+        times, powers = self._channels[key].timeline.points(since)
+        return [t + off for t in times], powers
+
+    def forget_before(self, key: str, time_s: float, *, holder: str | None = None) -> int:
+        """Say that samples of ``key`` before ``time_s`` (Unix) are no longer needed.
+
+        The Meter drops samples before the earliest time still needed by
+
+        - any holder: each ``holder`` keeps its own mark (the latest
+          ``time_s`` it gave, per device) until :meth:`release`;
+        - any open window: a window needs the samples around its start only
+          until a sample after its start arrives; then the energy at its start
+          is pinned (a number kept with the window) and its result stays exact;
+        - the present: nothing at or after now.
+
+        The sample just before that time is kept, so every query from it on
+        (windows, :meth:`timeline` with a later ``since_s``) is exact. Samples
+        go in halves (nothing until half of them can go), so the cost is
+        O(1) amortized per sample and memory stays within twice what is needed.
+        :meth:`timeline` without ``since_s`` then starts at the first kept sample.
+
+        Args:
+            key: Device key.
+            time_s: Unix time before which this caller needs no samples.
+            holder: Name of a long-lived consumer whose mark is kept.
+
+        Returns:
+            How many samples were dropped (often 0).
+        """
+        if not math.isfinite(time_s):
+            raise ValueError(f"time_s must be a finite number, got {time_s}")
+        channel = self._channels[key]
+        line = channel.timeline
+        cut = time_s - self._wall_offset
+        with self._windows_lock:
+            cut = min(cut, self._clock())
+            if holder is not None:
+                self._holds.setdefault(holder, {})[key] = cut
+            for marks in self._holds.values():
+                cut = min(cut, marks.get(key, math.inf))
+            begins = tuple(self._windows.values())
+        for begin in begins:
+            if key in begin.pinned_j:
+                continue
+            last = line.last_time_s
+            if last is not None and last > begin.mono_s:  # energy at the start is final
+                begin.pinned_j[key] = line.energy_at(begin.mono_s)
+            else:
+                cut = min(cut, begin.mono_s)
+        gaps = channel.gaps  # closed gaps wholly before every open window and the cut
+        oldest = min([cut, *(b.mono_s for b in begins)])
+        done = next((i for i, (_, end) in enumerate(gaps) if end >= oldest), len(gaps))
+        del gaps[:done]
+        return line.trim(cut, min_fraction=0.5)
+
+    def release(self, holder: str) -> None:
+        """Drop every mark of ``holder`` (a consumer that has stopped)."""
+        with self._windows_lock:
+            self._holds.pop(holder, None)
+
+    def _sample_loop(self) -> None:
+        next_at = self._clock() + self._period_s
+        while not self._stop.wait(max(0.0, next_at - self._clock())):
+            try:
+                self.sample_now()
+            except Exception as exc:  # the sampler must never die silently or loudly
+                self._warn_once("sampler", f"sampler error: {exc!r}")
+            next_at += self._period_s
+            now = self._clock()
+            if next_at < now:  # we fell behind (a suspended process): skip, don't burst
+                next_at = now + self._period_s
+
+    # ----------------------------------------------------------------- plumbing
+
+    def _read_counters(self) -> dict[str, float]:
+        counters: dict[str, float] = {}
+        with self._energy_lock:
+            for sensor in self._counter_sensors:
+                counters.update(self._safe_read(sensor, sensor.read_energy_j, "energy"))
+        return counters
+
+    def _safe_read(
+        self, sensor: Sensor, read: Callable[[], dict[str, Any]], what: str
+    ) -> dict[str, Any]:
+        try:
+            return read()
+        except Exception as exc:  # SensorError, or a bug in a backend: never the user's problem
+            self._warn_once(
+                f"{id(sensor)}:{what}", f"{type(sensor).__name__} {what} read failed: {exc}"
+            )
+            return {}
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("greenml: %s; the gap is recorded and labelled", message)
+
+    def _sync(self) -> None:
+        if not self._sync_cuda:
+            return
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return
+        try:
+            if torch.cuda.is_initialized():
+                torch.cuda.synchronize()
+        except Exception as exc:
+            self._warn_once("cuda-sync", f"CUDA synchronize failed: {exc}")
+
+    def close(self) -> None:
+        """Stop the sampler and release the sensors."""
+        self._stop.ring()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            if not self._thread.is_alive():
+                self._stop.close()
+            self._thread = None
+        for sensor in self._sensors:
+            try:
+                sensor.close()
+            except Exception as exc:
+                log.debug("closing %s failed: %s", sensor, exc)
+
+    def __enter__(self) -> Meter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _publish(m: Measurement) -> None:
+    """A finished window as a ``window`` event (components: [J, method, uncertainty])."""
+    from greenml.measure.events import ENV_VAR, emit
+
+    if not os.environ.get(ENV_VAR):  # outside ``greenml run``: nothing to build
+        return
+    start = m.started_at.timestamp()
+    components = {
+        name: [c.energy_j, c.method, c.uncertainty_rel] for name, c in m.components.items()
+    }
+    emit("window", name=m.name, start_s=start, end_s=start + m.duration_s,
+         energy_j=m.total_j, components=components)  # fmt: skip

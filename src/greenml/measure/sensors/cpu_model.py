@@ -1,0 +1,296 @@
+"""Estimated CPU and DRAM power for machines without energy counters.
+
+CPU power is ``TDP × share(utilization)``, where ``share`` is the curve Teads
+derived from SPECpower results: piecewise-linear through 12 % of TDP at idle,
+32 % at 10 % load, 75 % at 50 % and 102 % at full load (Benjamin Davy, Teads
+Engineering, 2021, "Estimating AWS EC2 instances power consumption").
+DRAM power is ``0.3725 W per GB`` in use (Lannelongue, Grealey & Inouye,
+"Green Algorithms: Quantifying the Carbon Footprint of Computation", Advanced
+Science 8(12), 2021). Both are models: every device is ``estimated``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import psutil
+
+from greenml.errors import ConfigError, SensorError
+from greenml.hardware import cpu_count_logical, cpu_model_name, cpu_socket_count, cpu_tdp
+from greenml.measure.measurement import ESTIMATED
+from greenml.measure.sensors.base import Device, Sensor
+from greenml.measure.sensors.process_tree import ProcessTree
+
+Scope = Literal["process", "machine"]
+
+# (utilization, share of TDP) — Teads' SPECpower-derived curve (Davy, 2021).
+TEADS_CURVE: tuple[tuple[float, float], ...] = ((0.0, 0.12), (0.1, 0.32), (0.5, 0.75), (1.0, 1.02))
+# Green Algorithms' default TDP per core, their "Any" row (data/v3.0/TDP_cpu.csv).
+GREEN_ALGORITHMS_W_PER_CORE = 12.0
+# Green Algorithms' memory power (Lannelongue et al., 2021), per GB of memory in use.
+GREEN_ALGORITHMS_W_PER_GB = 0.3725
+# Memory is sold in binary gigabytes (a "16 GB" module holds 16 GiB).
+_BYTES_PER_GB = 2**30
+# TDP is not measured power and the curve is an average over many servers: ±30 %.
+TDP_MODEL_UNCERTAINTY = 0.3
+# The per-core default knows nothing about this CPU: ±50 %.
+FALLBACK_UNCERTAINTY = 0.5
+DRAM_MODEL_UNCERTAINTY = 0.5
+TDP_ENV = "GREENML_CPU_TDP_W"
+# Memory in use is read at most this often (seconds) by the DRAM model.
+MEMORY_READ_S = 1.0
+_PROC_STAT = "/proc/stat" if os.path.exists("/proc/stat") else None
+_CLOCK_TICKS = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+_PROCESS_NOTE = (
+    "process scope: power is the curve at the process tree's share of the machine "
+    "(the idle floor included, which over-attributes on a shared machine)"
+)
+
+
+def tdp_share(utilization: float) -> float:
+    """Share of TDP drawn at a CPU utilization (0–1), on Teads' curve."""
+    u = min(max(utilization, 0.0), 1.0)
+    for (u0, s0), (u1, s1) in itertools.pairwise(TEADS_CURVE):
+        if u <= u1:
+            return s0 + (s1 - s0) * (u - u0) / (u1 - u0)
+    return TEADS_CURVE[-1][1]
+
+
+@dataclass(frozen=True)
+class CpuTdp:
+    """The TDP the CPU model uses, and where it came from."""
+
+    tdp_w: float
+    source: str
+    note: str
+    uncertainty_rel: float
+    cpu_name: str
+
+
+def resolve_cpu_tdp(tdp_w: float | None = None, cpu_name: str | None = None) -> CpuTdp:
+    """Choose the machine's CPU TDP: argument > ``GREENML_CPU_TDP_W`` > table > default.
+
+    An explicit or environment TDP is the total for all sockets. A table TDP is
+    per socket and multiplied by the socket count. With no match, the Green
+    Algorithms default per core × logical cores is used, and labelled.
+
+    Raises:
+        ConfigError: A non-positive TDP, or a ``GREENML_CPU_TDP_W`` that is not a number.
+    """
+    name = cpu_name if cpu_name is not None else cpu_model_name()
+    if tdp_w is not None:
+        if tdp_w <= 0:
+            raise ConfigError(f"CPU TDP must be positive, got {tdp_w}")
+        return CpuTdp(
+            tdp_w, "given", f"TDP {tdp_w:g} W given by the caller", TDP_MODEL_UNCERTAINTY, name
+        )
+    env = os.environ.get(TDP_ENV, "").strip()
+    if env:
+        try:
+            watts = float(env)
+        except ValueError:
+            raise ConfigError(f"{TDP_ENV}={env!r} is not a number of watts") from None
+        if watts <= 0:
+            raise ConfigError(f"{TDP_ENV} must be positive, got {env}")
+        return CpuTdp(
+            watts, TDP_ENV, f"TDP {watts:g} W from {TDP_ENV}", TDP_MODEL_UNCERTAINTY, name
+        )
+    match = cpu_tdp(name) if name else None
+    if match is not None:
+        sockets = cpu_socket_count()
+        total = match.tdp_w * sockets
+        note = (
+            f"TDP {total:g} W = {match.tdp_w:g} W × {sockets} socket(s) for "
+            f'"{match.matched_name}" ({match.source} table, match score {match.score:.0f})'
+        )
+        return CpuTdp(total, "table", note, TDP_MODEL_UNCERTAINTY, name)
+    cores = cpu_count_logical()
+    total = GREEN_ALGORITHMS_W_PER_CORE * cores
+    note = (
+        f'CPU model "{name or "unknown"}" not in the TDP table; using '
+        f"{GREEN_ALGORITHMS_W_PER_CORE:g} W per core × {cores} cores (Green Algorithms "
+        f"default); set {TDP_ENV} to correct it"
+    )
+    return CpuTdp(total, "default", note, FALLBACK_UNCERTAINTY, name)
+
+
+def _machine_busy_total() -> tuple[float, float]:
+    """System-wide (busy, total) CPU seconds, as psutil.cpu_percent counts them."""
+    if _PROC_STAT is not None:
+        return _proc_stat_busy_total(_PROC_STAT)
+    t = psutil.cpu_times()
+    total = sum(t) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
+    idle = t.idle + getattr(t, "iowait", 0.0)
+    return total - idle, total
+
+
+def _proc_stat_busy_total(path: str) -> tuple[float, float]:
+    """(busy, total) seconds from the first line of Linux's /proc/stat.
+
+    Five times cheaper than ``psutil.cpu_times`` (which parses every line), and
+    the same figures: user nice system idle iowait irq softirq steal, in clock
+    ticks; guest time is already inside user and nice.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        head = os.read(fd, 512)
+    finally:
+        os.close(fd)
+    ticks = [int(x) for x in head.split(b"\n", 1)[0].split()[1:9]]
+    total = sum(ticks)
+    idle = ticks[3] + ticks[4]
+    return (total - idle) / _CLOCK_TICKS, total / _CLOCK_TICKS
+
+
+class CpuModelSensor(Sensor):
+    """CPU power estimated from utilization and TDP (method ``estimated``).
+
+    Args:
+        scope: ``machine`` (system-wide utilization) or ``process`` (the CPU
+            share of the process tree rooted at ``pid``).
+        pid: Root of the process tree; the current process by default.
+        tdp_w: Total CPU TDP in watts, overriding the environment and table.
+        cpu_name: CPU model name to look up; /proc/cpuinfo by default.
+        clock: Monotonic clock in seconds, injectable for tests.
+    """
+
+    def __init__(
+        self,
+        scope: Scope = "machine",
+        pid: int | None = None,
+        tdp_w: float | None = None,
+        cpu_name: str | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if scope not in ("process", "machine"):
+            raise ConfigError(f"scope must be 'process' or 'machine', got {scope!r}")
+        self.scope = scope
+        self.tdp = resolve_cpu_tdp(tdp_w, cpu_name)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._cores = cpu_count_logical()
+        self._tree = ProcessTree(pid) if scope == "process" else None
+        note = self.tdp.note + "; power = TDP × Teads SPECpower curve of utilization"
+        if scope == "process":
+            note += "; " + _PROCESS_NOTE
+        label = self.tdp.cpu_name or "CPU"
+        self._device = Device(
+            key="cpu0",
+            component="cpu",
+            name=f"{label} (model, TDP {self.tdp.tdp_w:g} W, {self.tdp.source})",
+            method=ESTIMATED,
+            uncertainty_rel=self.tdp.uncertainty_rel,
+            note=note,
+        )
+        self._last_u: float | None = None
+        self._ref = self._counters()
+
+    @property
+    def devices(self) -> list[Device]:
+        return [self._device]
+
+    def _counters(self) -> tuple[float, float]:
+        """(busy CPU seconds, denominator seconds) for the scope."""
+        if self._tree is None:
+            return _machine_busy_total()
+        return self._tree.cpu_seconds(), self._clock() * self._cores
+
+    def _utilization(self) -> float:
+        try:
+            busy, total = self._counters()
+        except psutil.Error as exc:
+            raise SensorError(f"cannot read CPU utilization: {exc}") from None
+        d_busy, d_total = busy - self._ref[0], total - self._ref[1]
+        if d_total > 0:
+            self._last_u = min(max(d_busy / d_total, 0.0), 1.0)
+            self._ref = (busy, total)
+        return self._last_u if self._last_u is not None else 0.0
+
+    def read_power_w(self) -> dict[str, float]:
+        """Watts over the interval since the previous call (or construction)."""
+        with self._lock:
+            u = self._utilization()
+        return {"cpu0": self.tdp.tdp_w * tdp_share(u)}
+
+    def read_metrics(self) -> dict[str, dict[str, float]]:
+        """``utilization`` (0–1) of the last power read, so no interval is split."""
+        with self._lock:
+            u = self._last_u if self._last_u is not None else self._utilization()
+        return {"cpu0": {"utilization": u}}
+
+
+class DramModelSensor(Sensor):
+    """DRAM power estimated as watts per GB of memory in use (method ``estimated``).
+
+    Args:
+        scope: ``machine`` (memory used system-wide) or ``process`` (resident
+            memory of the process tree rooted at ``pid``; pages shared between
+            the processes count once per process).
+        pid: Root of the process tree; the current process by default.
+        watts_per_gb: Power per GiB in use (Green Algorithms: 0.3725 W/GB).
+    """
+
+    def __init__(
+        self,
+        scope: Scope = "machine",
+        pid: int | None = None,
+        watts_per_gb: float = GREEN_ALGORITHMS_W_PER_GB,
+    ) -> None:
+        if scope not in ("process", "machine"):
+            raise ConfigError(f"scope must be 'process' or 'machine', got {scope!r}")
+        self.scope = scope
+        self.watts_per_gb = watts_per_gb
+        self._tree = ProcessTree(pid) if scope == "process" else None
+        self._lock = threading.Lock()
+        self._last_bytes: float | None = None
+        self._read_at = 0.0
+        what = "resident memory of the process tree" if self._tree else "memory used on the machine"
+        self._device = Device(
+            key="dram0",
+            component="dram",
+            name=f"DRAM (model, {watts_per_gb:g} W/GB)",
+            method=ESTIMATED,
+            uncertainty_rel=DRAM_MODEL_UNCERTAINTY,
+            note=f"{watts_per_gb:g} W per GB of {what} (Green Algorithms, Lannelongue et al. 2021)",
+        )
+
+    @property
+    def devices(self) -> list[Device]:
+        return [self._device]
+
+    def _used_bytes(self) -> float:
+        try:
+            if self._tree is None:
+                return float(psutil.virtual_memory().used)
+            with self._lock:
+                procs = self._tree.members()
+        except psutil.Error as exc:
+            raise SensorError(f"cannot read memory use: {exc}") from None
+        rss = 0
+        for proc in procs:
+            try:
+                rss += proc.memory_info().rss
+            except psutil.Error:
+                continue
+        return float(rss)
+
+    def read_power_w(self) -> dict[str, float]:
+        # Memory in use moves slowly next to a ±50 % model: read it at most once
+        # per MEMORY_READ_S, so sampling at 10 Hz stays cheap.
+        now = time.monotonic()
+        if self._last_bytes is None or now - self._read_at >= MEMORY_READ_S:
+            self._last_bytes = self._used_bytes()
+            self._read_at = now
+        return {"dram0": self.watts_per_gb * self._last_bytes / _BYTES_PER_GB}
+
+    def read_metrics(self) -> dict[str, dict[str, float]]:
+        """``memory_used_bytes`` behind the last power read (read now if none yet)."""
+        used = self._last_bytes if self._last_bytes is not None else self._used_bytes()
+        return {"dram0": {"memory_used_bytes": used}}

@@ -1,0 +1,1 @@
+"""Straggler-aware GPU power: the planner, its runtime controller and a simulator."""

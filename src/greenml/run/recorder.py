@@ -1,0 +1,193 @@
+"""Write a measured run to the store from a background thread.
+
+Opening the store (SQLAlchemy is slow to import) and capturing the environment
+happen while the measured command already runs. Samples are flushed every
+``flush_s`` seconds (at most 5 s), so a run killed with SIGKILL keeps its data
+up to the last flush and reads back as ``incomplete``.
+
+A command that ends before the store is open is not kept waiting: its run is
+handed to the spool (:mod:`greenml.run.spool`) and stored by a detached
+process. A store that fails does not lose the run either: it is spooled too.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from greenml.errors import GreenmlError
+from greenml.measure.measurement import Measurement, Sample
+from greenml.measure.meter import Meter
+from greenml.store import new_run_id
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What is known of a run when it starts."""
+
+    name: str | None
+    command: list[str]
+    tags: dict[str, str]
+    started_at: float
+    pid: int
+    hostname: str | None
+    db_url: str | None = None
+    include_hostname: bool = True
+    cwd: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Recorder:
+    """Owns the store connection of one run; every store error is kept, never raised."""
+
+    def __init__(self, start: RunStart, meter: Meter, flush_s: float = 2.0) -> None:
+        self.start = start
+        self.run_id = new_run_id()
+        self.error: GreenmlError | None = None
+        self.spooled: Path | None = None
+        self.environment: dict[str, Any] | None = None
+        self._meter = meter
+        self._flush_s = min(flush_s, 5.0)
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._created = False
+        self._abandoned = False
+        self._unsaved: list[Sample] = []
+        self._store: Any = None
+        self._thread = threading.Thread(target=self._work, name="greenml-recorder", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        try:
+            from greenml.run.environment import capture_environment
+            from greenml.store import open_store
+
+            s = self.start
+            store = open_store(s.db_url)
+            with self._lock:
+                if self._abandoned:  # the command ended first: the spool has the run
+                    store.close()
+                    return
+                self._store = store
+                store.create_run(
+                    name=s.name, command=s.command, tags=s.tags, started_at=s.started_at,
+                    pid=s.pid, hostname=s.hostname, run_id=self.run_id,
+                )  # fmt: skip
+                self._created = True
+            store.update_extra(self.run_id, {**s.extra, "measured_devices": self._provenance()})
+            self.environment = capture_environment(include_hostname=s.include_hostname, cwd=s.cwd)
+            store.set_environment(self.run_id, self.environment)
+            while not self._stop.wait(self._flush_s):
+                self._flush()
+        except GreenmlError as exc:
+            self.error = exc
+
+    def _provenance(self) -> dict[str, dict[str, Any]]:
+        """How each device is measured, kept so that a killed run's figures stay labelled."""
+        return {
+            d.key: {
+                "component": d.component, "name": d.name, "method": d.method,
+                "uncertainty_rel": d.uncertainty_rel, "note": d.note,
+            }
+            for d in self._meter.devices
+        }  # fmt: skip
+
+    def _flush(self) -> None:
+        self._unsaved.extend(self._meter.drain_samples())
+        self._store.add_samples(self.run_id, self._unsaved)
+        self._unsaved = []
+        self._store.heartbeat(self.run_id)
+
+    def finish(
+        self,
+        measurement: Measurement,
+        *,
+        exit_code: int,
+        status: str,
+        ended_at: float,
+        notes: list[str] | None = None,
+        wait_for_store: bool = False,
+        extra: dict[str, Any] | None = None,
+        windows: Sequence[Measurement] = (),
+    ) -> dict[str, Any] | None:
+        """Store the final figures; return the run record when it was stored here.
+
+        ``notes`` say how figures were obtained when that is not obvious (a
+        fallback, a missing sensor); they are kept in the energy block. Unless
+        ``wait_for_store``, a store that is not open yet is not waited for: the
+        run goes to the spool (``self.spooled``) and ``None`` is returned.
+        ``extra`` blocks (``carbon``, ``cost``) are merged into the record;
+        ``windows`` (published by the program, see :mod:`greenml.measure.events`) are
+        stored after the run window.
+        """
+        energy = {**measurement.to_dict(), "notes": list(notes or [])}
+        final = {"status": status, "exit_code": exit_code, "duration_s": measurement.duration_s,
+                 "ended_at": ended_at, "energy": energy}  # fmt: skip
+        with self._lock:
+            hand_off = not self._created and not wait_for_store
+            self._abandoned = hand_off
+        self._stop.set()
+        if not hand_off:
+            self._thread.join()
+            if self.error is None:
+                try:
+                    return self._finish_here(measurement, final, extra or {}, windows)
+                except GreenmlError as exc:
+                    self.error = exc
+        self._spool(measurement, final, extra or {}, windows)
+        return None
+
+    def _finish_here(
+        self, measurement: Measurement, final: dict[str, Any], extra: dict[str, Any],
+        windows: Sequence[Measurement],
+    ) -> dict[str, Any]:  # fmt: skip
+        try:
+            self._flush()
+            self._store.add_windows(self.run_id, [measurement, *windows])
+            if extra:
+                self._store.update_extra(self.run_id, extra)
+            self._store.finish_run(self.run_id, **final)
+            record: dict[str, Any] = self._store.get_record(self.run_id)
+            from greenml.ledger.hook import append_run
+
+            append_run(self._store.url, record)  # never raises: a ledger failure only warns
+            return record
+        finally:
+            self._store.close()
+
+    def _spool(
+        self, measurement: Measurement, final: dict[str, Any], extra: dict[str, Any],
+        windows: Sequence[Measurement] = (),
+    ) -> None:  # fmt: skip
+        from greenml.run.spool import start_ingester, write_spool
+        from greenml.store.url import resolve_url
+
+        s = self.start
+        samples = [*self._unsaved, *self._meter.drain_samples()]
+        payload = {
+            "version": 1,
+            "db_url": resolve_url(s.db_url),
+            "run": {"run_id": self.run_id, "name": s.name, "command": s.command, "tags": s.tags,
+                    "started_at": s.started_at, "pid": s.pid, "hostname": s.hostname},
+            "include_hostname": s.include_hostname,
+            "cwd": s.cwd or os.getcwd(),
+            "environment": self.environment,
+            "measured_devices": self._provenance(),
+            "samples": [list(asdict(x).values()) for x in samples],
+            "window": {"name": measurement.name, "started_at": measurement.started_at.timestamp(),
+                       "duration_s": measurement.duration_s, "energy": measurement.to_dict()},
+            "windows": [{"name": w.name, "started_at": w.started_at.timestamp(),
+                         "duration_s": w.duration_s, "energy": w.to_dict()} for w in windows],
+            "finish": final,
+            "extra": extra,
+        }  # fmt: skip
+        try:
+            self.spooled = write_spool(payload)
+        except GreenmlError as exc:
+            self.error = self.error or exc
+            return
+        start_ingester(self.spooled)

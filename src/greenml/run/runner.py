@@ -1,0 +1,247 @@
+"""``greenml run``: measure a command from start to exit and store the run."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from greenml.accounting.run_accounting import (
+    Accounting,
+    AccountingOptions,
+    prepare_accounting,
+    unavailable,
+)
+from greenml.errors import ConfigError
+from greenml.measure.events import ENV_VAR
+from greenml.measure.measurement import Measurement
+from greenml.measure.meter import Meter
+from greenml.run.process import Child
+from greenml.run.projection import ProgressTracker, Projection
+from greenml.run.recorder import Recorder, RunStart
+
+RUN_WINDOW = "run"
+log = logging.getLogger("greenml")
+
+
+@dataclass
+class RunOptions:
+    """What ``greenml run`` was asked to do."""
+
+    command: Sequence[str]
+    name: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    db_url: str | None = None
+    gpus: Sequence[int] | None = None
+    cpu: bool = True
+    cpu_scope: str = "process"
+    sample_hz: float = 1.0
+    include_hostname: bool = True
+    wait_for_store: bool = False  # True: store the run before returning (needed for its record)
+    accounting: AccountingOptions | None = None  # location, PUE, prices, instance
+    extra: Callable[[], dict[str, Any]] | None = None  # more record blocks, asked for at the end
+
+
+@dataclass
+class RunResult:
+    """How the command ended and what it cost."""
+
+    exit_code: int
+    run_id: str
+    measurement: Measurement
+    record: dict[str, Any] | None  # None when the run went to the spool
+    notes: list[str]
+    store_error: str | None
+    spooled: Path | None
+    forwarded_signals: list[int]
+    accounting: dict[str, Any] = field(default_factory=dict)  # the carbon and cost blocks
+
+
+def parse_tags(pairs: Sequence[str]) -> dict[str, str]:
+    """``["k=v", ...]`` → ``{"k": "v"}``; a pair without ``=`` or key is an error."""
+    tags: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"tag {pair!r} is not of the form key=value")
+        tags[key.strip()] = value
+    return tags
+
+
+def run_measured(
+    options: RunOptions,
+    on_tick: Callable[[Meter], None] | None = None,
+    on_progress: Callable[[Projection], None] | None = None,
+) -> RunResult:
+    """Run the command as a child, measure it, store it; the child's exit code is returned.
+
+    ``on_tick`` is called about once a second with the Meter (a live status line),
+    after ``on_progress`` with the latest projection when the command reports
+    progress (``greenml.progress``; events through ``GREENML_EVENTS``).
+    """
+    if not options.command:
+        raise ConfigError("no command given: use greenml run [OPTIONS] -- COMMAND [ARGS]...")
+    if options.sample_hz <= 0 or options.sample_hz > 100:
+        raise ConfigError(f"--sample-hz must be in (0, 100], got {options.sample_hz}")
+    _preflight_store(options.db_url)
+    accounting = prepare_accounting(options.accounting)
+    started_at = time.time()
+    events_path = _events_file()
+    g_per_kwh, usd_per_kwh = _static_rates(options.accounting)
+    tracker = ProgressTracker(events_path, started_at, g_per_kwh=g_per_kwh, usd_per_kwh=usd_per_kwh)
+    child = Child(options.command, env={**os.environ, ENV_VAR: events_path})
+    try:
+        meter = Meter(
+            gpus=options.gpus,
+            cpu=options.cpu,
+            sample_hz=options.sample_hz,
+            cpu_scope=options.cpu_scope,
+            pid=child.pid,
+            record_samples=True,
+        )
+        meter.begin_window(RUN_WINDOW, sync_execution=False)
+        recorder = Recorder(
+            RunStart(
+                name=options.name,
+                command=list(options.command),
+                tags=dict(options.tags),
+                started_at=started_at,
+                pid=os.getpid(),
+                hostname=socket.gethostname() if options.include_hostname else None,
+                db_url=options.db_url,
+                include_hostname=options.include_hostname,
+            ),
+            meter,
+        )
+
+        def tick() -> None:
+            try:
+                projection = tracker.poll(meter.peek_window(RUN_WINDOW).total_j, time.time())
+            except Exception as exc:  # a bad event must not cost the user the run
+                log.debug("greenml: events not read: %r", exc)
+                projection = None
+            if projection is not None and on_progress is not None:
+                on_progress(projection)
+            if on_tick is not None:
+                on_tick(meter)
+
+        code = child.wait(tick=tick)
+    finally:
+        child.restore_signals()
+    measurement = meter.end_window(RUN_WINDOW, sync_execution=False)
+    try:  # the events written since the last tick
+        ended = measurement.started_at.timestamp() + measurement.duration_s
+        tracker.poll(measurement.total_j, ended)
+    except Exception as exc:
+        log.warning("greenml: progress events not read: %r", exc)
+    _remove(events_path)
+    timelines = {d.key: meter.timeline(d.key) for d in meter.devices} if accounting.active else {}
+    meter.close()
+    blocks = _account(accounting, measurement, timelines)
+    progress = tracker.summary(**_effective_rates(blocks, measurement.total_kwh))
+    if progress is not None:
+        blocks = {**blocks, "progress": progress}
+    status = "completed" if code == 0 else "failed"
+    extra = {**options.extra(), **blocks} if options.extra is not None else blocks
+    record = recorder.finish(
+        measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes,
+        wait_for_store=options.wait_for_store, extra=extra, windows=tracker.windows,
+    )  # fmt: skip
+    return RunResult(
+        exit_code=code,
+        run_id=recorder.run_id,
+        measurement=measurement,
+        record=record,
+        notes=meter.notes,
+        store_error=str(recorder.error) if recorder.error else None,
+        spooled=recorder.spooled,
+        forwarded_signals=child.forwarded,
+        accounting=blocks,
+    )
+
+
+def _events_file() -> str:
+    """A fresh, empty file for the child's events (see :mod:`greenml.measure.events`)."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="greenml-events-", suffix=".jsonl")
+    os.close(fd)
+    return path
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _static_rates(options: AccountingOptions | None) -> tuple[float | None, float | None]:
+    """(g/kWh, USD/kWh) known before the run, for the live projection; None: not known yet."""
+    if options is None:
+        return None, None
+    try:
+        pue = 1.0 if options.pue is None else float(options.pue)
+    except ValueError:
+        return None, None  # a provider's PUE: known once accounting runs
+    g = options.ci * pue if options.ci is not None and not options.intensity_trace else None
+    simple_price = not options.price_trace and not options.instance
+    usd = options.price * pue if options.price is not None and simple_price else None
+    return g, usd
+
+
+def _effective_rates(blocks: dict[str, Any], kwh: float) -> dict[str, float | None]:
+    """The run's own carbon and cost per measured kWh (PUE, trace, instance included)."""
+    kg = (blocks.get("carbon") or {}).get("kg")
+    usd = (blocks.get("cost") or {}).get("usd")
+    if kwh <= 0:
+        return {"g_per_kwh": None, "usd_per_kwh": None}
+    return {
+        "g_per_kwh": None if kg is None else float(kg) * 1000 / kwh,
+        "usd_per_kwh": None if usd is None else float(usd) / kwh,
+    }
+
+
+def _account(
+    accounting: Accounting, measurement: Measurement, timelines: dict[str, Any]
+) -> dict[str, Any]:
+    """The carbon and cost blocks; a bug in them must not cost the user the run record."""
+    try:
+        return accounting.account(measurement, timelines)
+    except Exception as exc:
+        log.warning("greenml: carbon and cost not computed: %r", exc)
+        reason = f"accounting failed: {exc!r}"
+        return {"carbon": unavailable("kg", reason), "cost": unavailable("usd", reason)}
+
+
+def _preflight_store(db_url: str | None) -> None:
+    """Refuse to start when the SQLite database is clearly unusable (cheap checks only)."""
+    from greenml.store.url import resolve_url, sqlite_path
+
+    path = sqlite_path(resolve_url(db_url))
+    if path is None:
+        return  # a server database: checked when it is opened, while the command runs
+    if path.exists():
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise ConfigError(f"database {path} is not readable and writable")
+        with path.open("rb") as handle:
+            header = handle.read(16)
+        if header and header != b"SQLite format 3\x00":
+            raise ConfigError(f"database {path} is not a SQLite database (corrupt or another file)")
+    else:
+        parent = _existing_ancestor(path)
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise ConfigError(
+                f"cannot create database {path}: {parent} is not a writable directory"
+            )
+
+
+def _existing_ancestor(path: Path) -> Path:
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent

@@ -1,0 +1,1 @@
+"""Response and semantic caches, their backends, keys and savings."""

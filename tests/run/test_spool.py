@@ -1,0 +1,129 @@
+"""Runs handed to the spool are stored by the ingester or by the next reader."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from greenml.run.spool import claim, ingest_pending, main, write_spool
+from greenml.store import open_store
+from greenml.store.url import resolve_url
+
+
+@pytest.fixture(autouse=True)
+def spool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "spool"
+    monkeypatch.setenv("GREENML_SPOOL_DIR", str(folder))
+    return folder
+
+
+def payload(db: Path, run_id: str = "abcdef012345") -> dict[str, object]:
+    energy = {
+        "total_j": 30.0,
+        "total_kwh": 30.0 / 3.6e6,
+        "uncertainty_rel": 0.3,
+        "components": {
+            "cpu": {
+                "energy_j": 30.0, "method": "estimated", "uncertainty_rel": 0.3,
+                "devices": {"cpu0": {"energy_j": 30.0, "method": "estimated",
+                                     "uncertainty_rel": 0.3, "name": "CPU model"}},
+            }
+        },
+    }  # fmt: skip
+    return {
+        "version": 1,
+        "db_url": resolve_url(str(db)),
+        "run": {"run_id": run_id, "name": "spooled", "command": ["true"], "tags": {"k": "v"},
+                "started_at": 1.7e9, "pid": 999999, "hostname": None},
+        "include_hostname": False,
+        "cwd": None,
+        "environment": {"python": {"version": "3.11.7"}},
+        "measured_devices": {"cpu0": {"method": "estimated", "uncertainty_rel": 0.3}},
+        "samples": [["cpu0", "cpu", 1.7e9 + i, 10.0, {"utilization": 0.5}] for i in range(4)],
+        "window": {"name": "run", "started_at": 1.7e9, "duration_s": 3.0, "energy": energy},
+        "finish": {"status": "completed", "exit_code": 0, "duration_s": 3.0,
+                   "ended_at": 1.7e9 + 3, "energy": {**energy, "notes": ["a note"]}},
+    }  # fmt: skip
+
+
+def test_a_reader_stores_pending_runs_first(tmp_path: Path, spool: Path) -> None:
+    db = tmp_path / "runs.db"
+    write_spool(payload(db))
+    write_spool(payload(tmp_path / "other.db", run_id="0123456789ab"))  # not for this store
+    with open_store(str(db)) as store:
+        assert ingest_pending(store, str(db)) == 1
+        record = store.get_record("abcdef012345")
+        assert len(store.samples("abcdef012345")) == 4
+    assert record["status"] == "completed"
+    assert record["tags"] == {"k": "v"}
+    assert record["energy"]["notes"] == ["a note"]
+    assert record["energy"]["components"]["cpu"]["method"] == "estimated"
+    assert record["windows"][0]["energy_j"] == 30.0
+    assert record["environment"] == {"python": {"version": "3.11.7"}}
+    assert [p.name for p in spool.iterdir()] == ["0123456789ab.json"]
+
+
+def test_the_detached_writer_stores_the_run(tmp_path: Path, spool: Path) -> None:
+    db = tmp_path / "runs.db"
+    path = write_spool(payload(db))
+    assert main([str(path)]) == 0
+    assert list(spool.iterdir()) == []
+    with open_store(str(db)) as store:
+        assert store.get_record("abcdef")["name"] == "spooled"
+
+
+def test_a_store_that_fails_keeps_the_spool_file(tmp_path: Path, spool: Path) -> None:
+    bad = tmp_path / "not-a-db"
+    bad.write_bytes(os.urandom(2048))
+    path = write_spool(payload(bad))
+    assert main([str(path)]) == 1
+    assert path.exists()  # given back, to be stored when the database works
+
+
+def test_a_claim_of_a_dead_process_is_taken_over(tmp_path: Path, spool: Path) -> None:
+    db = tmp_path / "runs.db"
+    path = write_spool(payload(db))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    stale = path.with_name(f"{path.name}.{dead.stdout.strip()}.claim")
+    os.rename(path, stale)
+    with open_store(str(db)) as store:
+        assert ingest_pending(store, str(db)) == 1
+        assert store.get_record("abcdef")["status"] == "completed"
+
+
+def test_a_live_claim_is_waited_for_not_taken(tmp_path: Path, spool: Path) -> None:
+    db = tmp_path / "runs.db"
+    path = write_spool(payload(db))
+    held = claim(path)
+    assert held is not None and held.name.endswith(f".{os.getpid()}.claim")
+    assert claim(held) is None  # a live process (this one) holds it
+    started = time.monotonic()
+    with open_store(str(db)) as store:
+        assert ingest_pending(store, str(db), wait_s=0.3) == 0
+    assert time.monotonic() - started >= 0.3
+
+
+def test_greenml_run_is_visible_right_after_it_returns(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    env = {**os.environ, "GREENML_DB": str(db)}
+    cmd = [sys.executable, "-m", "greenml"]
+    for _ in range(3):
+        done = subprocess.run([*cmd, "run", "-q", "--", "true"], env=env, timeout=60)
+        assert done.returncode == 0
+    listed = subprocess.run([*cmd, "runs", "list", "--json"], env=env, capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert len(rows) == 3
+    assert {r["status"] for r in rows} == {"completed"}
+    shown = subprocess.run([*cmd, "runs", "export", rows[0]["id"]], env=env, capture_output=True,
+                           text=True, timeout=60)  # fmt: skip
+    record = json.loads(shown.stdout)
+    assert record["environment"]["python"]["version"]
+    assert record["measured_devices"]
