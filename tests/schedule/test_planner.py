@@ -174,3 +174,20 @@ def test_job_from_energy_and_piece_limit() -> None:
     assert job(interruptible=False).piece_limit == 1
     with pytest.raises(ConfigError, match="no time zone"):
         Job(H, datetime(2023, 6, 1), START + timedelta(hours=3))
+
+
+@pytest.mark.parametrize("sigma_g", [1.0, 60.0, 400.0, 5000.0])
+def test_the_saving_interval_never_reaches_100_percent(sigma_g: float) -> None:
+    from greenml.schedule.saving import saving_interval
+
+    values = np.array([400.0, 400.0, 40.0, 40.0])
+    series = StepSeries(H * np.arange(4), values, H, "g/kWh")
+    forecast = Forecast("X", series, np.full(4, sigma_g), "test", "test")
+    interval = saving_interval(forecast, [(2 * H, 4 * H)], forecast, [(0.0, 2 * H)])
+    assert interval is not None
+    low, high = interval
+    assert low < 90.0 < high <= 100.0  # the point saving, 90 %, inside; never above 100 %
+    if sigma_g <= 400:
+        assert high < 100.0
+    if sigma_g >= 400:
+        assert low < 0  # a forecast this poor cannot promise any saving

@@ -453,3 +453,24 @@ def test_wait_on_a_provider_forecast(
     assert "Electricity Maps" in plan["forecast_source"] and "forecast" in plan["forecast_source"]
     assert "no interval" in plan["uncertainty"]
     assert api.hits("/v3/carbon-intensity/forecast")[0].query["zone"] == "DE"
+
+
+def test_a_saving_whose_interval_includes_none_starts_now(
+    fake_time: tuple[ManualClock, FakeSleep], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock, sleep = fake_time
+    days = 60  # a noisy history with almost no daily shape: the forecast cannot promise a saving
+    noise = np.random.default_rng(1).normal(0, 60, 24 * days)
+    hours = range(-24 * days, 0)
+    history = {h: 300.0 + (8.0 if 1 <= h % 24 < 3 else 0.0) + noise[h] for h in hours}
+    trace = hourly_trace(tmp_path / "hist.csv", -24 * days, 24 * days, history)
+    code, out, err = wait_cli(
+        capsys, "--until-green", "--deadline", "+4h", "--duration", "1h", "--zone", "GB",
+        "--intensity-trace", str(trace), "--dry-run", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["start"] == "2026-01-05T00:10:00Z"  # now, not the 03:00 the point forecast prefers
+    assert any("starting now" in n and "includes no saving" in n for n in plan["wait_notes"])
+    assert "[-0" not in err and "-0 %" not in err
+    assert sleep.naps == [] and clock.now == T0 + 600

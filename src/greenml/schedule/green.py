@@ -81,14 +81,14 @@ class GreenPlan:
         from greenml.run.waiting import clock_text, utc_text
 
         p = self.plan
-        low, high = (f"{x:.0f}" for x in p.saving_pct_interval)
+        low, high = (pct_text(x) for x in p.saving_pct_interval)
         spread = f" [{low}–{high}]" if low != high else ""
         verb = "would start" if dry_run else "starts"
         lines = [
             f"{verb} {utc_text(self.start_s)} (in {clock_text(self.start_s - now_s)}) in "
             f"{p.location}: {p.mean_intensity_g_per_kwh:.0f} g/kWh expected vs "
             f"{p.baseline_mean_intensity_g_per_kwh:.0f} starting now, "
-            f"saving {p.saving_pct:.0f} %{spread}",
+            f"saving {pct_text(p.saving_pct)} %{spread}",
             f"forecast: {p.forecast_source}; {p.uncertainty}",
             f"duration {self.duration_text()}; deadline {utc_text(self.job.deadline_s)}",
         ]
@@ -125,7 +125,7 @@ class GreenPlan:
         p = self.plan
         lines = [
             f"schedule: waited {clock_text(executed.get('waited_s', 0.0))} for the planned start; "
-            f"forecast {self.countdown_detail()}, saving {p.saving_pct:.0f} %"
+            f"forecast {self.countdown_detail()}, saving {pct_text(p.saving_pct)} %"
         ]
         pauses = executed.get("pauses")
         if pauses:
@@ -173,8 +173,27 @@ def make_plan(request: GreenRequest, now_s: float) -> GreenPlan:
     )  # fmt: skip
     location, data = forecast_input(request, earliest_s, deadline_s)
     plan = plan_job(job, [location], history_or_forecast={location: data}, now=_utc(now_s))
+    if plan.chunks[0].start.timestamp() > earliest_s and plan.saving_pct_interval[0] <= 0:
+        notes.append(_no_sure_saving(plan))
+        now_job = Job(duration_s, _utc(earliest_s), _utc(earliest_s + duration_s))
+        plan = plan_job(now_job, [location], history_or_forecast={location: data}, now=_utc(now_s))
     chunks = [(c.start.timestamp(), c.end.timestamp()) for c in plan.chunks]
     return GreenPlan(plan, job, chunks, duration_source, notes)
+
+
+def _no_sure_saving(plan: Plan) -> str:
+    """Why a shifted plan is dropped for "start now": its interval includes no saving."""
+    low, high = (pct_text(x) for x in plan.saving_pct_interval)
+    return (
+        f"starting now: waiting until {plan.start:%Y-%m-%d %H:%M} UTC would save "
+        f"{pct_text(plan.saving_pct)} % but its {pct_text(100 * plan.interval_level)} % interval "
+        f"[{low}–{high} %] includes no saving"
+    )
+
+
+def pct_text(value: float) -> str:
+    """A percentage rounded to a whole number, never ``-0``."""
+    return str(round(value))
 
 
 def forecast_input(request: GreenRequest, start_s: float, end_s: float) -> tuple[str, Any]:

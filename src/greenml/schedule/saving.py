@@ -8,8 +8,12 @@ the forecaster measured on its residuals (``Forecast.correlation`` by lag,
 and ``near_correlation`` in full over the first two days; none given: fully
 correlated); forecasts of different locations are taken as
 independent. The variance is then Σ_lag ρ(lag)·autocorrelation(u)(lag),
-computed by FFT, so a year-long span stays cheap. The interval is S ± z·sd
-for a normal error (90 % by default).
+computed by FFT, so a year-long span stays cheap.
+
+The interval is built on the ratio's logarithm, r = ln(P/B), whose error is
+Σ u_t·e_t with u_t = (∂r/∂f_t)·σ_t: r ± z·sd (90 % by default) maps back to
+S = 1 − e^r, so the saving's interval never reaches 100 % (that would mean
+negative emissions) and is skewed as a ratio's error is.
 """
 
 from __future__ import annotations
@@ -85,20 +89,21 @@ def sigma_of_mean(forecast: Forecast, spans: Spans) -> float | None:
 def saving_interval(
     plan: Forecast, plan_spans: Spans, base: Forecast, base_spans: Spans, level: float = 0.9
 ) -> tuple[float, float] | None:
-    """(low, high) of the saving 1 − P/B in percent, or ``None`` when a σ is unknown."""
+    """(low, high) of the saving 1 − P/B in percent (high < 100), ``None`` when a σ is unknown."""
     if plan.sigma is None or base.sigma is None:
         return None
     wp = step_weights(plan, plan_spans)
     wb = step_weights(base, base_spans)
     p = float(wp @ plan.series.values)
     b = float(wb @ base.series.values)
-    if b <= 0:
+    if b <= 0 or p <= 0:
         return None
-    saving = 1.0 - p / b
-    dp = -wp / b * plan.sigma  # ∂S/∂f on the plan's steps × σ
-    db = wb * p / b**2 * base.sigma
+    ratio = math.log(p / b)
+    dp = wp / p * plan.sigma  # ∂ln(P/B)/∂f on the plan's steps × σ
+    db = -wb / b * base.sigma
     same = plan is base
     var = _variance(dp + db, plan) if same else _variance(dp, plan) + _variance(db, base)
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     half = z * math.sqrt(var)
-    return 100.0 * (saving - half), 100.0 * (saving + half)
+    low, high = -math.expm1(ratio + half), -math.expm1(ratio - half)
+    return 100.0 * low + 0.0, 100.0 * high + 0.0  # + 0.0: never -0.0
