@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from greenml.accounting.intensity import ConstantSource, IntensityProvenance
 from greenml.accounting.series import weighted_total
@@ -245,3 +247,39 @@ def test_fast_and_row_by_row_parsers_agree(column: str) -> None:
     times, values = trace_csv._slow(DE_2023, lines, 1, 11, value_at)
     assert np.array_equal(table.times_s, times) and np.array_equal(table.values, values)
     assert table.export and table.zone == "DE"
+
+
+@pytest.mark.parametrize("text", ["foo,bar\n1,2\n", "1,2\n3,4\n", "time,g\n2023,100\n2024,100\n"])
+def test_a_file_whose_times_are_not_dates_is_refused(tmp_path: Path, text: str) -> None:
+    with pytest.raises(ConfigError, match=r"trace\.csv:\d+: .* is not an ISO 8601 time"):
+        load_trace(write(tmp_path, text), "direct")
+
+
+def test_5000_g_per_kwh_is_accepted_as_the_message_says(tmp_path: Path) -> None:
+    path = write(tmp_path, "2024-03-02T10:00:00,5000\n2024-03-02T11:00:00,0\n")
+    trace = load_trace(path, "direct")
+    assert list(trace.series.values) == [5000.0, 0.0]
+    with pytest.raises(ConfigError, match="is not 0–5000 g/kWh"):
+        load_trace(write(tmp_path, "2024-03-02T10:00:00,5000.5\n"), "direct")
+    ConstantSource.user(5000.0)  # --ci 5000: inside "0–5000", as the message says
+    with pytest.raises(ConfigError, match="0–5000"):
+        ConstantSource.user(5000.1)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=st.text(alphabet=st.sampled_from(list("0123456789-:T ,.\n\"abZ+e")), max_size=120))
+def test_any_text_is_a_trace_or_one_config_error(tmp_path: Path, text: str) -> None:
+    """Fuzz: the reader never raises anything but ConfigError, and what it accepts is sane."""
+    path = write(tmp_path, text)
+    try:
+        trace = load_trace(path, "direct")
+    except ConfigError as exc:
+        assert "\n" not in str(exc)
+        return
+    values = np.asarray(trace.series.values)
+    times = np.asarray(trace.series.times_s)
+    assert len(values) >= 1 and np.all((values >= 0) & (values <= 5000))
+    assert np.all(np.diff(times) > 0)
+    assert times[0] > datetime(1000, 1, 1, tzinfo=timezone.utc).timestamp()

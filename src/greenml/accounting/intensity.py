@@ -13,6 +13,9 @@ from typing import Literal, Protocol
 
 from greenml.accounting.series import StepSeries
 
+MAX_G_PER_KWH = 5000.0
+"""The highest intensity accepted anywhere (g/kWh), inclusive: above every real grid."""
+
 Resolution = Literal["yearly", "monthly", "hourly", "sub-hourly", "live", "user"]
 Kind = Literal["average", "marginal"]
 Scope = Literal["direct", "lifecycle"]
@@ -78,7 +81,7 @@ class ConstantSource:
     def __init__(self, g_per_kwh: float, provenance: IntensityProvenance) -> None:
         from greenml.errors import ConfigError
 
-        if not 0.0 <= g_per_kwh < 5000.0:
+        if not 0.0 <= g_per_kwh <= MAX_G_PER_KWH:
             raise ConfigError(f"carbon intensity must be 0–5000 gCO2eq/kWh, got {g_per_kwh}")
         self._intensity = GridIntensity(StepSeries.constant(g_per_kwh, "g/kWh"), provenance)
 

@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from greenml.accounting.intensity import MAX_G_PER_KWH
 from greenml.errors import ConfigError
 
 if TYPE_CHECKING:
     import numpy as np
 
 Column = Literal["direct", "lifecycle"]
-MAX_G_PER_KWH = 5000.0
+ISO_DATE = re.compile(r"\s*\d{4}-\d{2}-\d{2}")
+"""A time must start with a full date: ``1`` or ``2023`` alone is not a time."""
 
 
 @dataclass(frozen=True)
@@ -104,11 +107,12 @@ def _fast(lines: list[str], first: int, width: int, value_at: int) -> tuple[Any,
             stamps = table["t"].astype("datetime64[us]")
     except (ValueError, Warning):
         return None
-    if np.isnat(stamps).any():
-        return None
+    dated = np.char.find(np.char.strip(table["t"]), "-") == 4  # 2023-…, not "1" or "2023"
+    if np.isnat(stamps).any() or not dated.all():
+        return None  # the slow path names the row
     times = stamps.astype(np.int64) / 1e6
     values = table["v"]
-    if not (np.all(np.diff(times) > 0) and np.all((values >= 0) & (values < MAX_G_PER_KWH))):
+    if not (np.all(np.diff(times) > 0) and np.all((values >= 0) & (values <= MAX_G_PER_KWH))):
         return None
     return times, np.ascontiguousarray(values)
 
@@ -128,7 +132,7 @@ def _slow(path: Path, lines: list[str], first: int, width: int, value_at: int) -
                 raise ValueError(f"expected {width} columns, found {len(row)}")
             t = parse_time(row[0])
             v = float(row[value_at])
-            if not 0.0 <= v < MAX_G_PER_KWH:
+            if not 0.0 <= v <= MAX_G_PER_KWH:
                 raise ValueError(f"intensity {row[value_at].strip()!r} is not 0–5000 g/kWh")
             if t <= last:
                 raise ValueError(f"time {row[0].strip()} is not after the previous row's")
@@ -143,6 +147,8 @@ def _slow(path: Path, lines: list[str], first: int, width: int, value_at: int) -
 def parse_time(text: str) -> float:
     """Unix seconds of an ISO 8601 time; without an offset it is UTC."""
     text = text.strip()
+    if not ISO_DATE.match(text):
+        raise ValueError(f"{text!r} is not an ISO 8601 time (it must start with a date)")
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"  # Python 3.10's fromisoformat lacks "Z"
     try:
