@@ -242,3 +242,15 @@ def test_unwritable_database_location_is_one_line(tmp_path: Path) -> None:
     done = greenml(blocker / "sub" / "runs.db", "run", "--", PY, "-c", "pass")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1, done.stderr
+
+
+def test_control_characters_and_markup_in_names_never_reach_the_terminal(db: Path) -> None:
+    hostile = "\x1b[2Jx[bold]\x07\u202e"
+    done = greenml(db, "run", "-q", "--name", hostile, "--tag", f"k={hostile}", "--", PY, "-c", "0")
+    assert done.returncode == 0, done.stderr
+    for args in (("runs", "list"), ("runs", "show", newest_run(db)["id"])):
+        shown = greenml(db, *args)
+        assert shown.returncode == 0, shown.stderr
+        assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
+        assert "\u202e" not in shown.stdout
+        assert "\\x1b[2Jx[bold]" in shown.stdout  # shown, visibly, not acted on

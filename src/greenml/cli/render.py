@@ -3,10 +3,32 @@
 from __future__ import annotations
 
 import math
+import re
 import sys
+import unicodedata
 from typing import Any
 
 from greenml.measure.measurement import JOULES_PER_KWH, Measurement
+
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def safe(text: object) -> str:
+    """Text from a run (a name, a tag, a command) made harmless for a terminal.
+
+    Control characters (an escape sequence that clears the screen, a bell, a
+    carriage return that hides what came before) and invisible format
+    characters (a right-to-left override) are shown as ``\\x1b``-style escapes,
+    and rich markup (``[bold]``) is escaped, so one user's run name cannot act
+    on another user's terminal through a shared store.
+    """
+    from rich.markup import escape
+
+    shown = _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    shown = "".join(
+        f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cf" else c for c in shown
+    )
+    return escape(shown)
 
 
 def energy(joules: float) -> str:

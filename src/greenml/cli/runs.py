@@ -48,13 +48,13 @@ def list_runs(
     for row in rows:
         kwh = row.get("total_kwh")
         table.add_row(
-            row["id"],
-            row.get("name") or "",
+            render.safe(row["id"]),
+            render.safe(row.get("name") or ""),
             _short_time(row.get("started_at")),
             row["status"],
             render.duration(row["duration_s"]) if row.get("duration_s") is not None else "-",
             render.energy(kwh * 3.6e6) if kwh is not None else "-",
-            " ".join(row.get("command") or [])[:60],
+            render.safe(" ".join(row.get("command") or [])[:60]),
         )
     render.console().print(table)
 
@@ -71,16 +71,16 @@ def show(db_url: str | None, run_id: str) -> None:
         f" (exit {record['exit_code']})" if record.get("exit_code") is not None else ""
     )
     lines = [
-        ("id", record["id"]),
-        ("name", record.get("name") or ""),
-        ("command", " ".join(record.get("command") or [])),
+        ("id", render.safe(record["id"])),
+        ("name", render.safe(record.get("name") or "")),
+        ("command", render.safe(" ".join(record.get("command") or []))),
         ("started", record.get("started_at") or ""),
         (
             "duration",
             render.duration(record["duration_s"]) if record.get("duration_s") is not None else "-",
         ),
         ("status", status),
-        ("tags", ", ".join(f"{k}={v}" for k, v in (record.get("tags") or {}).items())),
+        ("tags", render.safe(", ".join(f"{k}={v}" for k, v in (record.get("tags") or {}).items()))),
     ]
     for label, value in lines:
         console.print(f"[bold]{label:>9}[/bold]  {value}", highlight=False, markup=True)
