@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import greenml.cli.app as app
 from greenml.accounting import location
@@ -138,3 +140,33 @@ def test_main_runs_the_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["estimate", "--gpu", "A10G", "--hours", "2", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["gpu"] == "A10G" and data["energy_kwh"] == pytest.approx(0.6)
+
+
+def _strict_json(text: str) -> object:
+    def refuse(constant: str) -> object:
+        raise AssertionError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -1.0, 1e308, 1e-300, 5e15]),
+).map(repr)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(hours=NUMBERS, utilization=NUMBERS, count=st.integers(-2, 10**6).map(str))
+def test_fuzzed_numbers_give_valid_json_or_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], hours: str, utilization: str, count: str
+) -> None:
+    code = main(["estimate", "--gpu", "H100", "--hours", hours, "--utilization", utilization,
+                 "--count", count, "--ci", "300", "--json"])  # fmt: skip
+    out, err = capsys.readouterr()
+    if code == 0:
+        data = _strict_json(out)
+        assert isinstance(data, dict)
+    else:
+        assert code == 2 and err.count("\n") == 1 and err.startswith("greenml: error:"), err

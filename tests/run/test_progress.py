@@ -82,3 +82,37 @@ def test_greenml_run_records_progress_and_windows(tmp_path: Path) -> None:
     with open_store(str(tmp_path / "runs.db")) as store:
         names = [w["name"] for w in store.windows(record["id"])]
     assert names[0] == "run" and names[1:] == ["step/rank0"] * 10
+
+
+@pytest.mark.parametrize("step, total", [(float("nan"), 10), (1, float("inf")), (10**400, 1),
+                                         (-1, 10), (1, 0), ("x", 10)])  # fmt: skip
+def test_a_bad_progress_report_is_refused_in_the_program_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    step: object, total: object,
+) -> None:  # fmt: skip
+    from greenml.measure import events
+
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "e.jsonl"))
+    monkeypatch.setattr(events, "_refused", set())
+    greenml.progress(step, total)  # type: ignore[arg-type]
+    greenml.progress(step, total)  # type: ignore[arg-type]
+    assert not (tmp_path / "e.jsonl").exists() or EventReader(tmp_path / "e.jsonl").read_new() == []
+    assert len([r for r in caplog.records if "ignored" in r.getMessage()]) == 1
+
+
+def test_hand_written_non_finite_events_are_counted_not_stored(tmp_path: Path) -> None:
+    from greenml.run.projection import ProgressTracker
+
+    path = tmp_path / "e.jsonl"
+    lines = ['{"kind":"progress","t":100.5,"step":NaN,"total":10}',
+             '{"kind":"progress","t":100.6,"step":1,"total":1e400}',
+             '{"kind":"progress","t":100.7,"step":' + "9" * 400 + ',"total":1}',
+             '{"kind":"progress","t":101,"step":1,"total":4}',
+             '{"kind":"progress","t":102,"step":2,"total":4}']  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    tracker = ProgressTracker(str(path), 100.0)
+    tracker.poll(50.0, 103.0)
+    summary = tracker.summary()
+    assert summary is not None
+    assert summary["bad_event_lines"] == 3 and summary["reports"] == 2
+    assert json.dumps(summary, allow_nan=False)  # valid JSON: no NaN, no Infinity

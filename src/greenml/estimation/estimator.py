@@ -194,6 +194,11 @@ def estimate(
         steps.line(f"× {trials} trials = {num(device_hours)} device-hours")
     watts = steps.power(spec, power_w, utilization)
     it_j = device_hours * 3600.0 * watts
+    if not math.isfinite(it_j * 10.0):  # PUE, CO2eq and cost multiply it further
+        raise ConfigError(
+            f"the estimate overflows: {num(device_hours)} device-hours × {num(watts)} W is beyond "
+            "any real job; check --hours, --flops or --params/--tokens"
+        )
     steps.line(f"IT energy = {num(device_hours)} h × {num(watts)} W = {energy_text(it_j)}")
     pue_used = resolve_pue(pue, steps)
     energy_j = pue_used.facility_j(it_j)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ log = logging.getLogger("greenml")
 _fd: int | None = None
 _fd_key: tuple[str, int] | None = None  # (path, pid) the descriptor was opened for
 _failed: set[str] = set()
+_refused: set[str] = set()
 
 
 def current_rank() -> int:
@@ -82,7 +84,32 @@ def progress(step: float, total: float | None = None, **fields: Any) -> None:
     (Public as ``greenml.progress``; it lives here because a module
     ``greenml.progress`` would shadow the function on the package.)
     """
+    if not _finite(step, at_least=0.0) or (total is not None and not _finite(total, above=0.0)):
+        _refuse_once(
+            "progress",
+            f"greenml.progress({step!r:.40}, {total!r:.40}) ignored: step must be a finite "
+            "number >= 0 and total a finite number > 0",
+        )
+        return
     emit("progress", step=step, total=total, **fields)
+
+
+def _finite(value: Any, *, at_least: float | None = None, above: float | None = None) -> bool:
+    """A real, finite number (within the bound): what a progress report must carry."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    if not math.isfinite(number):
+        return False
+    return (at_least is None or number >= at_least) and (above is None or number > above)
+
+
+def _refuse_once(key: str, message: str) -> None:
+    """Warn once per process and kind: a training loop must not flood its log."""
+    if key not in _refused:
+        _refused.add(key)
+        log.warning("%s", message)
 
 
 class EventReader:

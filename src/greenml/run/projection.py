@@ -236,20 +236,22 @@ class ProgressTracker:
         for ev in events:
             try:
                 if ev["kind"] == "progress":
-                    rank, t = int(ev.get("rank", 0)), float(ev["t"])
-                    self._points.setdefault(rank, []).append(
-                        Point(t, float(ev["step"]), self._trace.at(t))
-                    )
-                    if ev.get("total") is not None:
-                        self._total[rank] = float(ev["total"])
+                    rank, t = int(ev.get("rank", 0)), finite(ev["t"])
+                    step = finite(ev["step"])
+                    total = None if ev.get("total") is None else finite(ev["total"])
+                    if step < 0 or (total is not None and total <= 0):
+                        raise ValueError("step < 0 or total <= 0")
+                    self._points.setdefault(rank, []).append(Point(t, step, self._trace.at(t)))
+                    if total is not None:
+                        self._total[rank] = total
                     changed = True
                 elif ev["kind"] == "window":
                     if len(self.windows) < self._max_windows:
                         self.windows.append(window_measurement(ev))
                     else:
                         self.windows_dropped += 1
-            except (KeyError, TypeError, ValueError):
-                self._reader.bad_lines += 1
+            except (KeyError, TypeError, ValueError, OverflowError):
+                self._reader.bad_lines += 1  # a program's bad report never stops the run
         if changed:
             self._project()
         return self.latest
@@ -289,3 +291,15 @@ class ProgressTracker:
             "windows_dropped": self.windows_dropped,
             "bad_event_lines": self._reader.bad_lines,
         }
+
+
+def finite(value: Any) -> float:
+    """``value`` as a finite float (an event is written by the user's program).
+
+    Raises:
+        ValueError: NaN or infinite (``10**400`` raises OverflowError).
+    """
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{value!r} is not a finite number")
+    return number
