@@ -178,3 +178,32 @@ def test_an_unsigned_ledger_is_one_problem(
         "ledger: unsigned: no entry is signed (GREENML_LEDGER_KEY was not set when runs were "
         "ledgered)"
     ]
+
+
+def test_deleting_the_newest_entry_fails_verification(store: Store, ledger: Path) -> None:
+    """A finished run that ended after the ledger began and is not in it was removed."""
+    import time
+
+    from greenml.run.spool import ingest
+    from tests.ledger.conftest import payload
+
+    old = payload(store.url, "0000000000aa")  # a run from 2023, before this ledger began
+    store_old = {**old, "extra": {}}
+    ingest(store, store_old)
+    ledger.unlink()  # as if it ran before the ledger existed
+    for run_id in ("0000000000b1", "0000000000b2"):  # each starts after the previous is ledgered
+        fresh = payload(store.url, run_id)
+        started = time.time()
+        fresh["run"] = {**fresh["run"], "started_at": started}
+        fresh["finish"] = {**fresh["finish"], "ended_at": started + 3.3}
+        ingest(store, fresh)
+    entries = read(ledger)
+    assert [e["run_id"] for e in entries] == ["0000000000b1", "0000000000b2"]
+    result = verify(ledger, store=store)
+    assert result.ok and result.unledgered == ["0000000000aa"]  # older than the ledger: a note
+    write(ledger, entries[:-1])  # delete the newest line: the chain alone still links
+    assert verify(ledger).ok
+    result = verify(ledger, store=store)
+    assert not result.ok
+    assert [(p.kind, p.run_id) for p in result.problems] == [("removed", "0000000000b2")]
+    assert "not in the ledger" in str(result.problems[0])

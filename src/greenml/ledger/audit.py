@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -251,7 +252,22 @@ def _check_store(result: VerifyResult, store: Store) -> None:
                       f"{e.record_sha256[:12]}… in the ledger, {now[:12]}… now)")  # fmt: skip
             result.problems.append(Problem("record modified", detail, e.seq, e.run_id))
     ledgered = {e.run_id for e in result.entries}
-    result.unledgered = [
-        row["id"] for row in store.list_runs(limit=0)
-        if row["status"] in _FINAL and row["id"] not in ledgered
-    ]  # fmt: skip
+    # The ledger is in use from its first entry on (an existing file with no entry: from
+    # the start): a finished run that ENDED since (runs are ledgered right after they end)
+    # and is not ledgered had its entry removed. Runs from before the ledger are noted.
+    since = _instant(result.entries[0].appended_at) if result.entries else None
+    for row in store.list_runs(limit=0):
+        if row["status"] not in _FINAL or row["id"] in ledgered:
+            continue
+        ended = _instant(row["started_at"]) + timedelta(seconds=row.get("duration_s") or 0.0)
+        if since is None or ended >= since:
+            detail = (f"finished run {row['id']} (ended {ended:%Y-%m-%d %H:%M:%S} UTC) is in "
+                      "the store but not in the ledger: its entry was removed")  # fmt: skip
+            result.problems.append(Problem("removed", detail, run_id=row["id"]))
+        else:
+            result.unledgered.append(row["id"])
+
+
+def _instant(iso: str) -> datetime:
+    """An ISO 8601 time of the ledger or the store, comparable whatever its precision."""
+    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
