@@ -100,31 +100,41 @@ def test_arguments_beat_environment_beat_config(tmp_path: Path) -> None:
     assert how == "GREENML_COUNTRY=FR"
 
 
-def test_most_specific_wins_and_the_description_says_so(tmp_path: Path, no_config: Path) -> None:
+def test_a_trace_may_name_its_zone_and_the_description_says_so(
+    tmp_path: Path, no_config: Path
+) -> None:
     trace = tmp_path / "t.csv"
     trace.write_text(TRACE)
-    args: dict[str, Any] = {"country": "FR", "region": "us-central1", "zone": "DE-LU"}
-    source, how = resolve_intensity_source(**args, trace=trace, env={}, config_path=no_config)
+    source, how = resolve_intensity_source(zone="DE-LU", trace=trace, env={}, config_path=no_config)
     assert g(source) == 123.0
-    assert how == (
-        f"--trace {trace} (most specific; ignored: --zone DE-LU, --region us-central1, "
-        "--country FR)"
-    )
-    source, how = resolve_intensity_source(**args, env={}, config_path=no_config)
-    assert g(source) == g(zone_source("DE-LU")) and how.startswith("--zone DE-LU (most specific")
-    source, how = resolve_intensity_source(country="FR", region="us-central1", env={})
-    assert g(source) == g(cloud_region_source("us-central1"))
-    env = {"GREENML_CI": "50", "GREENML_ZONE": "GB"}
-    source, how = resolve_intensity_source(env=env, config_path=no_config)
-    assert g(source) == 50.0 and how == "GREENML_CI=50 (overrides GREENML_ZONE=GB)"
+    assert how == f"--trace {trace} (most specific; ignored: --zone DE-LU)"
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"zone": "DE", "country": "FR"}, "--zone DE and --country FR"),
+        ({"zone": "XX", "ci": 100.0}, "--ci 100.0 and --zone XX"),
+        ({"country": "FR", "region": "us-central1"}, "--region us-central1 and --country FR"),
+        ({"ci": 0.0, "trace": "t.csv"}, "--ci 0.0 and --trace t.csv"),
+    ],
+)
+def test_conflicting_locations_are_an_error_not_a_silent_choice(
+    no_config: Path, settings: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"conflicting location settings: {named}; give only one"):
+        resolve_intensity_source(**settings, env={}, config_path=no_config)
+    env = {"GREENML_CI": "50", "GREENML_ZONE": "GB"}  # the same rule for each layer
+    with pytest.raises(ConfigError, match="GREENML_CI=50 and GREENML_ZONE=GB"):
+        resolve_intensity_source(env=env, config_path=no_config)
 
 
 def test_ci_is_a_user_figure(no_config: Path) -> None:
-    source, how = resolve_intensity_source(ci=0.0, zone="GB", env={}, config_path=no_config)
+    source, how = resolve_intensity_source(ci=0.0, env={}, config_path=no_config)
     assert source is not None
     prov = source.intensity(0.0, 1.0).provenance
     assert prov.resolution == "user" and prov.source == "given by the user"
-    assert g(source) == 0.0 and how == "--ci 0.0 (overrides --zone GB)"
+    assert g(source) == 0.0 and how == "--ci 0.0"
 
 
 @pytest.mark.parametrize(

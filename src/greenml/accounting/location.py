@@ -122,7 +122,13 @@ def _choose(
     provider: str,
     fallback: bool = False,
 ) -> tuple[IntensitySource, str]:
-    """Build the source of the most specific setting; say which others were ignored."""
+    """Build the source of the one setting given; a trace may name its location too.
+
+    Raises:
+        ConfigError: Two settings that contradict each other (two locations,
+            or a fixed ``ci`` with a location or a trace): never a silent choice.
+    """
+    _refuse_conflicts(settings, label)
     key = next(k for k in KEYS if k in settings)
     description = label(key)
     backup = _fallback_key(settings, key) if fallback else None
@@ -145,6 +151,20 @@ def _choose(
     if key == "zone" and provider != "static":
         description += f" via {provider}"
     return source, description
+
+
+def _refuse_conflicts(settings: Mapping[str, Any], label: Callable[[str], str]) -> None:
+    """At most one location and one intensity; ``ci`` stands alone."""
+    places = [k for k in ("zone", "region", "country") if k in settings]
+    direct = [k for k in ("ci", "trace") if k in settings]
+    clash = places if len(places) > 1 else []
+    if "ci" in settings and len(places) + len(direct) > 1:
+        clash = direct + places
+    elif len(direct) > 1:
+        clash = direct
+    if clash:
+        named = " and ".join(label(k) for k in clash)
+        raise ConfigError(f"conflicting location settings: {named}; give only one")
 
 
 def _fallback_key(settings: Mapping[str, Any], key: str) -> str | None:
