@@ -102,21 +102,50 @@ def test_single_run_power_over_time_sums_devices(store: Store) -> None:
     assert "| component | energy |\n|---|---|\n| gpu | 1.80 ± 0.090 |" in md
 
 
+def gpu_samples(start: float, watts: float) -> list[Sample]:
+    return [Sample("gpu0", "gpu", start + 10 * i, watts) for i in range(5)]
+
+
 def test_several_runs_get_bars_per_run(store: Store) -> None:
-    a = make_run(store, name="lr=1e-3")
+    a = make_run(store, name="lr=1e-3", samples=gpu_samples(T0, 300.0))
     b = make_run(
         store,
         devices=[("gpu", "gpu0", H100, 1.0 * KWH, "power-integrated", 0.1)],
         start=T0 + 3600,
         name="lr=1e-4",
+        samples=gpu_samples(T0 + 3600, 250.0),
     )
     report = statement.build(load_runs(store, [a, b]))
-    bars = next(s for s in report.sections if s.heading == "Energy breakdown").figures[1]
+    figures = next(s for s in report.sections if s.heading == "Energy breakdown").figures
+    bars = figures[1]
     assert bars.kind == "stacked-bars"
     gpu = next(s for s in bars.series if s.name == "gpu")
     assert gpu.x == [f"lr=1e-3 ({a[:8]})", f"lr=1e-4 ({b[:8]})"]
     assert gpu.y == pytest.approx([1.8, 1.0])
     assert bars.error["gpu"] == pytest.approx([0.09, 0.1])
+    power = figures[2]  # several runs keep the power chart: one line per run, on its own clock
+    assert power.kind == "line" and power.title == "Power over time, per run"
+    assert [s.name for s in power.series] == [f"lr=1e-3 ({a[:8]})", f"lr=1e-4 ({b[:8]})"]
+    assert [(s.x[0], s.x[-1], s.y[0]) for s in power.series] == [(0.0, 40.0, 300.0),
+                                                                 (0.0, 40.0, 250.0)]
+    assert power.x_label == "time since the run's start (s)" and power.y_label == "W"
+
+
+def test_several_runs_keep_the_intensity_chart_and_say_which_runs_are_drawn(
+    store: Store,
+) -> None:
+    from greenml.report.run_figures import MAX_RUNS_DRAWN
+
+    hourly = {"g_per_kwh": 300.0, "intensity_series": [[T0, 280.0], [T0 + 1800, 320.0]]}
+    ids = [make_run(store, name=f"r{i}", start=T0 + 7200 * i, carbon=dict(hourly),
+                    samples=gpu_samples(T0 + 7200 * i, 100.0 + i))
+           for i in range(MAX_RUNS_DRAWN + 2)]  # fmt: skip
+    report = statement.build(load_runs(store, ids))
+    figs = next(s for s in report.sections if s.heading == "Energy breakdown").figures
+    titles = [f.title for f in figs]
+    assert any(t.startswith("Power over time, per run (the 8 runs") for t in titles), titles
+    intensity = next(f for f in figs if f.title.startswith("Carbon intensity over each run"))
+    assert len(intensity.series) == MAX_RUNS_DRAWN and intensity.series[0].y == [280.0, 320.0]
 
 
 def test_renders_as_markdown_and_json(store: Store) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from greenml.report import figures, prose
+from greenml.report import figures, prose, run_figures
 from greenml.report import sigfig as fmt
 from greenml.report.model import Report, Section, Table
 from greenml.report.runset import RunSet
@@ -166,8 +166,8 @@ def method_paragraphs(runs: RunSet) -> list[str]:
 
 
 def breakdown_figures(runs: RunSet) -> list[Any]:
-    """Energy by component; power and grid intensity over time for one run, energy per run
-    for several."""
+    """Energy by component; power and grid intensity over time (per run for several runs,
+    with the energy of each run)."""
     out: list[Any] = [figures.energy_by_component(runs)]
     if len(runs.records) == 1:
         timeline = figures.power_over_time(runs.samples(runs.ids[0]))
@@ -175,6 +175,8 @@ def breakdown_figures(runs: RunSet) -> list[Any]:
         out.extend(f for f in (timeline, intensity) if f is not None)
     else:
         out.append(figures.energy_per_run(runs))
+        power, intensity = run_figures.power_per_run(runs), run_figures.intensity_per_run(runs)
+        out.extend(f for f in (power, intensity) if f is not None)
     return out
 
 
