@@ -126,8 +126,7 @@ def test_sigterm_is_forwarded_and_the_childs_exit_code_kept(db: Path, tmp_path: 
     proc.wait(timeout=30)
     assert got.read_text() == "TERM"
     assert proc.returncode == 7
-    listed = greenml(db, "runs", "list")
-    assert "failed" in listed.stdout
+    assert newest_run(db)["status"] == "interrupted"  # stopped on purpose, not a failure
 
 
 def test_a_child_killed_by_a_signal_kills_greenml_the_same_way(db: Path) -> None:
@@ -147,6 +146,21 @@ def test_sigint_sent_to_greenml_reaches_the_child(db: Path, tmp_path: Path) -> N
     proc.wait(timeout=30)
     # Python dies of the SIGINT it did not handle; greenml leaves the same way
     assert proc.returncode == -signal.SIGINT
+    assert newest_run(db)["status"] == "interrupted"
+
+
+@pytest.mark.parametrize(
+    ("code", "signals", "status"),
+    [(0, [], "completed"), (1, [], "failed"), (-signal.SIGKILL, [], "failed"),
+     (-signal.SIGINT, [], "interrupted"), (130, [], "interrupted"), (143, [], "interrupted"),
+     (75, [signal.SIGTERM], "interrupted"), (0, [signal.SIGINT], "completed")],
+)  # fmt: skip
+def test_run_status_tells_an_interruption_from_a_failure(
+    code: int, signals: list[int], status: str
+) -> None:
+    from greenml.run.process import run_status
+
+    assert run_status(code, signals) == status
 
 
 def test_kill_9_leaves_an_incomplete_run_with_its_samples(db: Path, tmp_path: Path) -> None:

@@ -295,6 +295,8 @@ def _summarize(result: RunResult) -> None:
 
 def _unsaved_record(options: RunOptions, result: RunResult) -> dict[str, Any]:
     """The run record when the store could not take it (``--json`` still gets it)."""
+    from greenml.run.process import run_status
+
     m = result.measurement
     return {
         "id": result.run_id,
@@ -303,7 +305,7 @@ def _unsaved_record(options: RunOptions, result: RunResult) -> dict[str, Any]:
         "started_at": m.started_at.isoformat(),
         "duration_s": m.duration_s,
         "exit_code": result.exit_code,
-        "status": "completed" if result.exit_code == 0 else "failed",
+        "status": run_status(result.exit_code),
         "energy": {**m.to_dict(), "notes": result.notes},
         "environment": {},
         "tags": options.tags,

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 Numbered = tuple[int, Entry]
 """An entry and its line number in the file."""
 
-_FINAL = ("completed", "failed")
+_FINAL = ("completed", "failed", "interrupted")
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,8 @@ FORWARDED = (
     signal.SIGUSR1,
     signal.SIGUSR2,
 )
+INTERRUPTING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Signals that stop a run on purpose (Ctrl-C, a scheduler's stop, a closed terminal)."""
 _WAITED = {*FORWARDED, signal.SIGCHLD}
 _SI_KERNEL = 0x80  # siginfo code of signals the kernel sends, e.g. from the terminal
 
@@ -36,6 +38,7 @@ class Child:
 
     def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         self.forwarded: list[int] = []
+        self.interrupted_by: list[int] = []
         self._mask_before = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
         try:
             self.proc = subprocess.Popen(
@@ -70,13 +73,30 @@ class Child:
             info = signal.sigtimedwait(_WAITED, tick_s)
             if info is None:
                 tick()
-            elif info.si_signo != signal.SIGCHLD and info.si_code != _SI_KERNEL:
+                continue
+            if info.si_signo in INTERRUPTING:
+                self.interrupted_by.append(info.si_signo)  # Ctrl-C from the terminal too
+            if info.si_signo != signal.SIGCHLD and info.si_code != _SI_KERNEL:
                 self.forwarded.append(info.si_signo)
                 self.proc.send_signal(info.si_signo)
 
     def restore_signals(self) -> None:
         """Give greenml its original signal mask back."""
         signal.pthread_sigmask(signal.SIG_SETMASK, self._mask_before)
+
+
+def run_status(code: int, interrupted_by: Sequence[int] = ()) -> str:
+    """``completed`` (exit 0), ``interrupted`` (stopped by Ctrl-C, SIGTERM or SIGHUP) or ``failed``.
+
+    A command counts as interrupted when it died of one of those signals, exited
+    with a shell's code for one (128 + N), or failed after greenml received one.
+    """
+    if code == 0:
+        return "completed"
+    died_of = -code if code < 0 else code - 128
+    if died_of in INTERRUPTING or interrupted_by:
+        return "interrupted"
+    return "failed"
 
 
 def exit_like(code: int) -> NoReturn:

@@ -22,7 +22,7 @@ from greenml.errors import ConfigError
 from greenml.measure.events import ENV_VAR
 from greenml.measure.measurement import Measurement
 from greenml.measure.meter import Meter
-from greenml.run.process import Child
+from greenml.run.process import Child, run_status
 from greenml.run.projection import ProgressTracker, Projection
 from greenml.run.recorder import Recorder, RunStart
 
@@ -147,7 +147,7 @@ def run_measured(
     progress = tracker.summary(**_effective_rates(blocks, measurement.total_kwh))
     if progress is not None:
         blocks = {**blocks, "progress": progress}
-    status = "completed" if code == 0 else "failed"
+    status = run_status(code, child.interrupted_by)
     extra = {**options.extra(), **blocks} if options.extra is not None else blocks
     record = recorder.finish(
         measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes,

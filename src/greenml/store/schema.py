@@ -23,8 +23,8 @@ from sqlalchemy import (
 SCHEMA_VERSION = 3
 """Bump when the tables change; a database newer than the code is refused."""
 
-RUN_STATUSES = ("running", "completed", "failed", "incomplete")
-FINAL_STATUSES = ("completed", "failed", "incomplete")
+RUN_STATUSES = ("running", "completed", "failed", "interrupted", "incomplete")
+FINAL_STATUSES = ("completed", "failed", "interrupted", "incomplete")
 
 metadata = MetaData()
 
