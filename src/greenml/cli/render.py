@@ -6,6 +6,7 @@ import math
 import re
 import sys
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
 from greenml.measure.measurement import JOULES_PER_KWH, Measurement
@@ -31,17 +32,38 @@ def safe(text: object) -> str:
     return escape(shown)
 
 
+def scaled(value: float, units: Sequence[tuple[float, str]]) -> str:
+    """``value`` (in base units) with three significant figures in the unit that fits it.
+
+    ``units`` are (size in base units, name), smallest first; the largest unit
+    whose size is at most ``|value|`` is chosen, after rounding, so 999.9 J
+    reads ``1.00 kJ``, never ``1e+03 J``; zero reads in the base unit.
+    """
+    if value == 0 or not math.isfinite(value):
+        base = next(name for size, name in units if size == 1.0)
+        return f"{value:g} {base}"
+    chosen = units[0]
+    for size, name in units:
+        if abs(value) >= size * (1 - 5e-4):
+            chosen = (size, name)
+    size, name = chosen
+    shown = float(f"{value / size:.3g}")  # three significant figures, then no exponent
+    if abs(shown) < 1:  # below the smallest unit
+        return f"{shown:.3g} {name}"
+    digits = max(0, 2 - math.floor(math.log10(abs(shown))))
+    return f"{shown:.{digits}f} {name}"
+
+
+ENERGY_UNITS = ((1e-3, "mJ"), (1.0, "J"), (1e3, "kJ"), (3.6e6, "kWh"), (3.6e9, "MWh"),
+                (3.6e12, "GWh"))  # fmt: skip
+"""Joules as people read them: J and kJ for small figures, then kWh (no Wh: one family)."""
+MASS_UNITS = ((1e-6, "µg"), (1e-3, "mg"), (1.0, "g"), (1e3, "kg"), (1e6, "t"))
+"""Grams of CO2eq, from micrograms to tonnes."""
+
+
 def energy(joules: float) -> str:
-    """Joules in the unit a person reads best (J, kJ, Wh, kWh, MWh)."""
-    if joules < 1_000:
-        return f"{joules:.1f} J"
-    if joules < 36_000:
-        return f"{joules / 1000:.2f} kJ"
-    if joules < JOULES_PER_KWH:
-        return f"{joules / 3600:.2f} Wh"
-    if joules < 1000 * JOULES_PER_KWH:
-        return f"{joules / JOULES_PER_KWH:.3f} kWh"
-    return f"{joules / JOULES_PER_KWH / 1000:.3f} MWh"
+    """Joules in the unit a person reads best: ``51.0 J``, ``14.2 kJ``, ``560 kWh``."""
+    return scaled(joules, ENERGY_UNITS)
 
 
 def duration(seconds: float) -> str:
@@ -114,15 +136,8 @@ def print_err(renderable: Any) -> None:
 
 
 def co2(kg: float) -> str:
-    """Kilograms of CO2eq in the unit a person reads best (g, kg, t)."""
-    grams = kg * 1000.0
-    if abs(grams) < 1:
-        return f"{grams:.3g} g CO2eq"
-    if abs(grams) < 1000:
-        return f"{grams:.1f} g CO2eq"
-    if abs(kg) < 1000:
-        return f"{kg:.2f} kg CO2eq"
-    return f"{kg / 1000:.2f} t CO2eq"
+    """Kilograms of CO2eq in the unit a person reads best: ``57.2 mg CO2eq``, ``1.20 t CO2eq``."""
+    return f"{scaled(kg * 1000.0, MASS_UNITS)} CO2eq"
 
 
 def usd(amount: float) -> str:
