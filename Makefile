@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.stamp-test
 CHROMIUM_STAMP := $(VENV)/.stamp-chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint typecheck unit bench bench-zeus clean
+.PHONY: demo test lint typecheck docs unit bench bench-zeus clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 # torch is pinned to the CPU build that lies on these machines' disk (an unpinned torch pulls
 # a several-GB CUDA build); the package's own extra keeps only a lower bound.
 TORCH_PIN := torch==2.13.0
-TEST_EXTRAS := dev,postgres,examples,serve,ann,embeddings,compress,resilience,lightning,transformers
+TEST_EXTRAS := dev,docs,postgres,examples,serve,ann,embeddings,compress,resilience,lightning,transformers
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q '$(TORCH_PIN)'
@@ -47,10 +47,15 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy src/greenml
 
+# The documentation site (mkdocs.yml, docs/) into site/; any warning fails the build.
+# Offline: no fonts or scripts are fetched (NO_MKDOCS_2_WARNING silences a banner).
+docs: $(TEST_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 unit: $(TEST_STAMP) $(CHROMIUM_STAMP)
 	$(BIN)/pytest -q
 
-test: lint typecheck unit
+test: lint typecheck docs unit
 
 BENCH_STAMP := $(VENV)/.stamp-bench
 
