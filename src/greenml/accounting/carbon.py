@@ -17,7 +17,7 @@ intensity's (independent sources):
 - an average applied to a run (``yearly``, ``monthly``, or a figure the user
   gave, which is treated as an average): the gap between the run's real
   intensity and the average. Measured on the Electricity Maps 2023 hourly data
-  of 16 zones (``shared/data/carbon_intensity``, LCA values), the RMS relative
+  of 16 zones (Electricity Maps' free hourly exports, LCA values), the RMS relative
   gap between a window's mean intensity and the yearly mean is, at the median
   zone, 21.5 % for a 1-hour window, 11.8 % for a day, 8.9 % for a week and
   7.7 % for 30 days (75th percentile: 31, 25, 23, 17 %). greenml uses ±25 %
