@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import greenml.cli.app
 from greenml.cli import main
 from greenml.diagnose.run import diagnose_run
 from greenml.errors import ConfigError
+from greenml.store import open_store
 from greenml.store.repository import Store
 from tests.diagnose.builders import make_run, phases
 
@@ -158,3 +160,27 @@ def test_communication_marked_by_the_program_is_measured(store: Store) -> None:
     (comm,) = diagnose_run(store, run).of_kind("communication")
     assert comm.title == "25% of step time is communication"
     assert comm.energy_at_stake_j == pytest.approx(2 * 300.0)
+
+
+def test_a_short_run_shows_its_stored_energy_and_withholds_what_two_samples_cannot_say(
+    tmp_path: Path,
+) -> None:
+    """A 1.2-s run busy for its first 0.35 s: diagnose repeats the stored figure and
+    does not call the CPU idle 100 % of the time on two samples."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "GREENML_DB": str(tmp_path / "runs.db")}
+    busy = "import time\nt = time.time()\nwhile time.time() - t < 0.35: pass\ntime.sleep(0.85)\n"
+    done = subprocess.run([sys.executable, "-m", "greenml", "run", "-q", "--gpus", "none",
+                           "--", sys.executable, "-c", busy],
+                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with open_store(str(tmp_path / "runs.db")) as store:
+        run_id = store.list_runs(limit=1)[0]["id"]
+        record = store.get_record(run_id)
+        result = diagnose_run(store, run_id)
+    assert result.energy_j == pytest.approx(record["energy"]["components"]["cpu"]["energy_j"])
+    assert result.duration_s == pytest.approx(record["duration_s"])
+    assert not [f for f in result.findings if f.kind in ("idle", "underused")]
+    assert any("withheld" in n and "at least 5 needed" in n for n in result.notes), result.notes

@@ -88,5 +88,5 @@ def _table(result: Any) -> Any:
 
 
 def _stake(energy_j: float, usd: float | None) -> str:
-    text = f"{energy_j / 3.6e6:.3g} kWh"
+    text = render.energy(energy_j)
     return text + (f"\n${usd:,.2f}" if usd is not None else "")

@@ -83,8 +83,8 @@ class Diagnosis:
     Attributes:
         run_id: The run.
         analysed: ``gpu`` or ``cpu`` (no GPU in the run).
-        duration_s: Span of the samples.
-        energy_j: Energy integrated from the samples of the analysed devices.
+        duration_s: The run's duration, as stored.
+        energy_j: The analysed component's energy, as stored with the run.
         usd_per_kwh: Price per IT kWh from the run's cost block, ``None`` without one.
         runs_per_year: As given.
         findings: The findings.

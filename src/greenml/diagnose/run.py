@@ -61,9 +61,9 @@ def diagnose_run(
             device, idle_below=idle_below, underused_below=underused_below
         )
         found = device.activity()
-        if found is None:
-            notes.append(f"{device.device}: no activity gauge sampled; not classified")
-        elif note := utilization.gauge_note(device, found[1]):
+        if withheld := utilization.support_note(device):
+            notes.append(withheld)
+        elif found is not None and (note := utilization.gauge_note(device, found[1])):
             notes.append(note)
     if gpus:
         findings += _gpu_findings(store, record, timeline, gpus, idle_below, notes)
@@ -82,8 +82,8 @@ def diagnose_run(
     return Diagnosis(
         run_id=run_id,
         analysed=analysed,
-        duration_s=timeline.end_s - timeline.start_s,
-        energy_j=sum(d.energy_j() for d in devices),
+        duration_s=float(record.get("duration_s") or (timeline.end_s - timeline.start_s)),
+        energy_j=stored_energy_j(record, analysed, devices),
         usd_per_kwh=price,
         runs_per_year=runs_per_year,
         findings=findings,
@@ -133,6 +133,16 @@ def _gpu_findings(
         idle_w = sum(float(np.nanmin(g.power_w)) for g in gpus if not np.isnan(g.power_w).all())
         out += _maybe(practice.duty_cycle_finding(record, runs, idle_w, _usd_per_kwh(record)))
     return out
+
+
+def stored_energy_j(record: dict[str, Any], component: str, devices: list[DeviceSeries]) -> float:
+    """The analysed component's energy as stored with the run (the figure every command
+    shows); integrated from the samples only for a run stored without it."""
+    block = ((record.get("energy") or {}).get("components") or {}).get(component) or {}
+    stored = block.get("energy_j")
+    if isinstance(stored, (int, float)):
+        return float(stored)
+    return sum(d.energy_j() for d in devices)
 
 
 def _mean_activity(devices: list[DeviceSeries]) -> float | None:

@@ -15,6 +15,11 @@ from greenml.diagnose.timeline import DeviceSeries
 MIN_TIME_SHARE = 0.05
 """A device must spend at least this share of its time in a state to be reported."""
 
+MIN_INTERVALS = 5
+"""Sampling intervals with a known gauge a device needs before it is classified: with
+fewer, one reading stands for a large share of the run and a short burst of work can
+read as "idle 100 %"."""
+
 OVERSTATES = (
     "only NVML utilization is available: it counts a period busy when one kernel ran, "
     "so it overstates use and this figure is a lower bound"
@@ -28,12 +33,28 @@ def gauge_note(device: DeviceSeries, gauge: str) -> str:
     return ""
 
 
+def support_note(device: DeviceSeries) -> str:
+    """Why a device's idle/under-used findings are withheld, or ``""`` when they stand."""
+    found = device.activity()
+    if found is None:
+        return f"{device.device}: no activity gauge sampled; not classified"
+    intervals = int((~np.isnan(found[0][:-1])).sum())
+    if intervals < MIN_INTERVALS:
+        return (
+            f"{device.device}: idle/under-used findings withheld: {intervals} sampling "
+            f"interval(s) of {found[1]}, at least {MIN_INTERVALS} needed (sample faster "
+            "with --sample-hz, or run longer)"
+        )
+    return ""
+
+
 def device_findings(
     device: DeviceSeries, *, idle_below: float, underused_below: float
 ) -> list[Finding]:
-    """``idle`` and ``underused`` findings for one device (none without an activity gauge)."""
+    """``idle`` and ``underused`` findings for one device (none without an activity gauge,
+    none when it has too few samples: see :func:`support_note`)."""
     found = device.activity()
-    if found is None:
+    if found is None or support_note(device):
         return []
     activity, gauge = found
     act = activity[:-1]
@@ -58,7 +79,8 @@ def device_findings(
         note = gauge_note(device, gauge)
         evidence = (
             f"{device.device} spent {time_s / total_s:.0%} of its time ({time_s:.0f} s) with "
-            f"{gauge} {label} (mean {mean_act:.0%}), drawing {share_j:.0%} of its energy"
+            f"{gauge} {label} (mean {mean_act:.0%}), drawing {share_j:.0%} of its energy "
+            f"(from {int(mask.sum())} of {int(known.sum())} sampling intervals)"
         )
         out.append(
             Finding(
@@ -75,6 +97,8 @@ def device_findings(
                     "energy_share": share_j,
                     "mean_activity": mean_act,
                     "gauge": gauge,
+                    "intervals": int(mask.sum()),
+                    "intervals_known": int(known.sum()),
                     "threshold": idle_below if kind == "idle" else underused_below,
                 },
                 device=device.device,
