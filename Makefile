@@ -40,6 +40,13 @@ $(CHROMIUM_STAMP): | $(BIN)/python
 
 demo: $(DEMO_STAMP)
 	$(BIN)/greenml run --name demo-digits-mlp --tag example=digits --zone DE-LU --pue personal -- $(BIN)/python examples/train_digits.py
+	@echo ""
+	@echo "Next, try (ID: the run id printed above):"
+	@echo "  $(BIN)/greenml runs list"
+	@echo "  $(BIN)/greenml runs show ID"
+	@echo "  $(BIN)/greenml diagnose ID"
+	@echo "  $(BIN)/greenml report --tag example=digits --format html -o demo-report.html"
+	@echo "  $(BIN)/greenml estimate --gpu H100 --count 8 --hours 100 --zone DE"
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests benchmarks examples scripts
