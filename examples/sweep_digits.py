@@ -1,6 +1,6 @@
-"""A training step for ``greenml sweep``: an MLP on scikit-learn's bundled digits (offline).
+"""A training step for ``greenml optimize sweep``: an MLP on scikit-learn's digits (offline).
 
-    greenml sweep examples/sweep_digits.py:make_step --batch-size 32,128 \\
+    greenml optimize sweep examples/sweep_digits.py:make_step --batch-size 32,128 \\
         --precision fp32,bf16 --compile off
 
 greenml calls ``make_step(config)`` once per configuration. The factory builds

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -100,6 +101,12 @@ def test_cli(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert '"kind": "idle"' in capsys.readouterr().out
     assert main(["diagnose", run, "--db", db, "--idle-below", "lots"]) == 2
     assert "percentage" in capsys.readouterr().err
+    assert main(["diagnose", run, "--db", db, "--candidate-location", "FR", "--json"]) == 0
+    new = capsys.readouterr()
+    assert main(["diagnose", run, "--db", db, "--candidate", "FR", "--json"]) == 0
+    old = capsys.readouterr()  # the old spelling still works and says the new one
+    assert old.err == "greenml: --candidate is now --candidate-location\n" and new.err == ""
+    assert json.loads(old.out)["findings"] == json.loads(new.out)["findings"]
     empty = make_run(store, [])
     assert main(["diagnose", empty, "--db", db]) == 2
     assert "no power timeline" in capsys.readouterr().err

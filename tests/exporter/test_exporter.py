@@ -199,8 +199,8 @@ def test_cli_serves_then_stops_cleanly(
             "300",
             "--price",
             "0.1",
-            "--interval",
-            "0.05",
+            "--sample-hz",
+            "20",
             "--duration",
             "0.6",
             "--job",
@@ -225,7 +225,7 @@ def test_cli_sigterm_exits_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGTERM))
     timer.start()
     start = time.monotonic()
-    code = main(["exporter", "--port", "0", "--interval", "0.05"])
+    code = main(["exporter", "--port", "0", "--sample-hz", "20"])
     timer.join()
     assert code == 0
     assert time.monotonic() - start < 5

@@ -69,10 +69,37 @@ def test_cli_once(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
     )
     monkeypatch.setattr(greenml.cli.monitor, "make_meter", make_fake_meter)
     assert main(["monitor", "--once"]) == 0
-    assert main(["monitor", "--frames", "2", "--interval", "0.01"]) == 0
+    assert main(["monitor", "--frames", "2", "--sample-hz", "100"]) == 0
     captured = capsys.readouterr()
     assert "gpu7" in captured.out and "idle" in captured.out  # 80 columns wrap the flag
-    assert "Traceback" not in captured.err
+    assert captured.err == ""
+
+
+def test_cli_old_interval_still_works_and_says_the_new_option(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import greenml.cli.monitor
+    import greenml.exporter.monitor
+    from greenml.cli import main
+
+    periods: list[float] = []
+
+    def record(meter: object, interval_s: float, frames: int | None) -> int:
+        periods.append(interval_s)
+        return 0
+
+    monkeypatch.setattr(greenml.cli.monitor, "make_meter", make_fake_meter)
+    monkeypatch.setattr(greenml.exporter.monitor, "run_monitor", record)
+    assert main(["monitor", "--once", "--interval", "0.25"]) == 0
+    assert periods == [0.25]
+    assert capsys.readouterr().err == "greenml: --interval S is now --sample-hz HZ (1/S)\n"
+    bad_options = (["--interval", "0"], ["--interval", "nan"], ["--sample-hz", "nan"],
+                   ["--sample-hz", "0"], ["--sample-hz", "1e6"],
+                   ["--interval", "1", "--sample-hz", "2"])  # fmt: skip
+    for bad in bad_options:
+        assert main(["monitor", "--once", *bad]) == 2, bad
+        err = capsys.readouterr().err
+        assert err.endswith("\n") and err.splitlines()[-1].startswith("greenml: error: "), err
 
 
 def test_cli_ctrl_c_exits_zero(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -92,10 +92,11 @@ def test_keygen_export_and_verify_statement(
     db: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = tmp_path / "keys"
-    assert main(["ledger", "keygen", "--out", str(folder)]) == 0
+    assert main(["ledger", "keygen", "--out", str(folder)]) == 0  # the old spelling still works
+    assert capsys.readouterr().err == "greenml: --out is now --out-dir\n"
     key, pub = folder / "greenml-ledger.key", folder / "greenml-ledger.pub"
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
-    assert main(["ledger", "keygen", "--out", str(folder)]) == 2  # never overwrites
+    assert main(["ledger", "keygen", "--out-dir", str(folder)]) == 2  # never overwrites
     out = tmp_path / "statement.json"
     assert main(["ledger", "export", "--key", str(key), "-o", str(out)]) == 0
     assert main(["runs", "export", f"{2:012x}", "-o", str(tmp_path / "run.json")]) == 0
@@ -123,7 +124,7 @@ def test_signing_without_cryptography_says_how_to_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "cryptography", None)
     monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.asymmetric", None)
-    assert main(["ledger", "keygen", "--out", str(tmp_path / "k")]) == 2
+    assert main(["ledger", "keygen", "--out-dir", str(tmp_path / "k")]) == 2
     assert "pip install 'greenml[ledger]'" in capsys.readouterr().err
     assert main(["ledger", "verify"]) == 0  # the hash chain needs no cryptography
 

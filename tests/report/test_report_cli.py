@@ -79,6 +79,17 @@ def test_kinds_with_their_options_to_a_file(
     assert json.loads(out)["data"]["sci_g_per_unit"] == pytest.approx(3.62559, rel=1e-4)
 
 
+def test_provider_name_and_its_old_spelling(
+    runs: list[str], db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--tag", "search=lr", "--kind", "euaiact", "--model", "m-1", "--db", db]
+    code, new, err = report(capsys, *args, "--provider-name", "ACME Labs")
+    assert (code, err) == (0, "") and "ACME Labs" in new
+    code, old, err = report(capsys, *args, "--provider", "ACME Labs")
+    assert code == 0 and err == "greenml: --provider is now --provider-name\n"
+    assert old.count("ACME Labs") == new.count("ACME Labs") > 0
+
+
 def test_html_goes_through_render_html(
     runs: list[str], db: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

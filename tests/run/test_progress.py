@@ -66,7 +66,7 @@ def test_greenml_run_records_progress_and_windows(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     env = {**os.environ, "GREENML_DB": str(tmp_path / "runs.db")}
     done = subprocess.run(
-        [sys.executable, "-m", "greenml", "run", "-q", "--json", str(out), "--gpus", "none",
+        [sys.executable, "-m", "greenml", "run", "-q", "--json-out", str(out), "--gpus", "none",
          "--", sys.executable, "-c", script],
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip

@@ -36,7 +36,9 @@ def greenml(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
 
 def run_json(env: dict[str, str], tmp_path: Path, *options: str) -> tuple[dict[str, Any], str]:
     out = tmp_path / "run.json"
-    done = greenml(env, "run", "--gpus", "none", *options, "--json", str(out), "--", PY, "-c", WORK)
+    done = greenml(
+        env, "run", "--gpus", "none", *options, "--json-out", str(out), "--", PY, "-c", WORK
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(out.read_text()), done.stderr
 

@@ -62,8 +62,9 @@ def test_output_passes_through_and_exit_code_is_returned(db: Path, tmp_path: Pat
     script = "import sys; print('to stdout'); print('to stderr', file=sys.stderr); sys.exit(3)"
     out = tmp_path / "run.json"
     done = greenml(
-        db, "run", "--name", "demo", "--tag", "lr=0.1", "--json", str(out), "--", PY, "-c", script
-    )
+        db, "run", "--name", "demo", "--tag", "lr=0.1", "--json-out", str(out), "--",
+        PY, "-c", script,
+    )  # fmt: skip
     assert done.returncode == 3
     assert done.stdout == "to stdout\n"  # greenml adds nothing to the command's stdout
     assert done.stderr.startswith("to stderr\n")
@@ -96,12 +97,22 @@ def test_output_passes_through_and_exit_code_is_returned(db: Path, tmp_path: Pat
     assert len(record["environment"]["packages"]["sha256"]) == 64
 
 
+def test_the_old_json_file_option_still_works_and_says_the_new_one(
+    db: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run.json"
+    done = greenml(db, "run", "-q", "--gpus", "none", "--json", str(out), "--", PY, "-c", "pass")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "greenml: --json FILE is now --json-out FILE\n"
+    assert json.loads(out.read_text())["status"] == "completed"
+
+
 def test_machine_without_counters_is_labelled_estimated(db: Path, tmp_path: Path) -> None:
     if Path("/sys/class/powercap/intel-rapl:0").exists():
         pytest.skip("this machine has RAPL counters")
     out = tmp_path / "run.json"
     done = greenml(
-        db, "run", "--gpus", "none", "--json", str(out), "--", PY, "-c", "sum(range(10**6))"
+        db, "run", "--gpus", "none", "--json-out", str(out), "--", PY, "-c", "sum(range(10**6))"
     )
     assert done.returncode == 0, done.stderr
     cpu = json.loads(out.read_text())["energy"]["components"]["cpu"]

@@ -85,7 +85,7 @@ def test_waits_for_the_planned_start_then_runs_and_records_the_plan(tmp_path: Pa
     out = tmp_path / "run.json"
     done = run_greenml(
         ["run", "--when", "green", "--deadline", "+40s", "--duration", "3s", "--zone", "DE",
-         "--intensity-trace", str(trace), "--json", str(out), "--",
+         "--intensity-trace", str(trace), "--json-out", str(out), "--",
          PY, "-c", "import sys, time; print(time.time()); sys.exit(4)"],
         tmp_path / "runs.db",
     )  # fmt: skip
@@ -118,7 +118,7 @@ def test_an_interruptible_run_is_paused_between_its_chunks(tmp_path: Path) -> No
         ["run", "--when", "green", "--earliest-start", "2026-01-05T00:16:00Z",
          "--deadline", "2026-01-05T01:40:00Z", "--duration", "24m", "--interruptible",
          "--min-chunk", "12m", "--max-pieces", "2", "--zone", "DE",
-         "--intensity-trace", str(trace), "--json", str(out), "--", PY, "-c", WORKER, "100"],
+         "--intensity-trace", str(trace), "--json-out", str(out), "--", PY, "-c", WORKER, "100"],
         tmp_path / "runs.db",
         prefix=[PY, "-c", FAST_GREENML, str(T0), str(k)],
     )  # fmt: skip

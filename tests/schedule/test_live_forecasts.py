@@ -49,7 +49,7 @@ def test_unknown_provider_and_missing_credentials_are_clear(
     monkeypatch.delenv("GREENML_WATTTIME_USERNAME", raising=False)
     monkeypatch.delenv("GREENML_WATTTIME_PASSWORD", raising=False)
     code = main(["plan", "job", "--duration", "2h", "--deadline", "+12h", "--zone", "CAISO_NORTH",
-                 "--provider", "watttime"])  # fmt: skip
+                 "--intensity-provider", "watttime"])  # fmt: skip
     assert code == 2
     err = capsys.readouterr().err
     assert "WattTime needs a username and password" in err and err.count("\n") == 1

@@ -133,3 +133,16 @@ def test_help_lists_the_options(capsys: pytest.CaptureFixture[str]) -> None:
                    "--intensity-trace", "--price-trace", "--interruptible", "--min-chunk",
                    "--max-pieces", "--carbon-weight", "--max-cost-increase", "--json"):  # fmt: skip
         assert option in out
+
+
+def test_the_old_provider_option_still_works_and_says_the_new_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["--duration", "2h", "--deadline", "+12h", "--zone", "DE", "--json"]
+    code, new, err = run(capsys, *args, "--intensity-provider", "static")
+    assert (code, err) == (0, "")
+    code, old, err = run(capsys, *args, "--provider", "static")
+    assert code == 0 and err == "greenml: --provider is now --intensity-provider\n"
+    assert json.loads(old)["forecast_source"] == json.loads(new)["forecast_source"]
+    code, _, err = run(capsys, *args, "--intensity-provider", "tomorrowsweather")
+    assert code == 2 and "'tomorrowsweather' is not one of 'static'" in err

@@ -287,7 +287,7 @@ def fake_time(monkeypatch: pytest.MonkeyPatch) -> tuple[ManualClock, FakeSleep]:
 def wait_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     from greenml.cli import main
 
-    code = main(["wait", *args])
+    code = main(["plan", "wait", *args])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -327,6 +327,23 @@ def test_wait_dry_run_prints_the_plan_and_does_not_sleep(
     assert plan["start"] == "2026-01-05T09:00:00Z" and plan["duration_source"] == "--duration"
     assert plan["mean_intensity_g_per_kwh"] == 50.0 and plan["interruptible"] is False
     assert "would start 2026-01-05 09:00 UTC" in err and "forecast: trace file t.csv" in err
+
+
+def test_the_old_spellings_greenml_wait_and_trace_still_work(
+    fake_time: tuple[ManualClock, FakeSleep], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from greenml.cli import main
+
+    trace = hourly_trace(tmp_path / "t.csv", -2, 30, {9: 50.0})
+    code = main(["wait", "--until-green", "--deadline", "2026-01-05T12:00Z", "--duration", "1h",
+                 "--zone", "DE", "--trace", str(trace), "--dry-run", "--json"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["start"] == "2026-01-05T09:00:00Z"
+    assert err.splitlines()[:2] == [
+        "greenml: `greenml wait` is now `greenml plan wait`",
+        "greenml: --trace is now --intensity-trace",
+    ]
 
 
 def test_max_wait_caps_the_start(

@@ -1,13 +1,15 @@
 """The command group; each command lives in its own module, imported when it is used.
 
 Lazy subcommands follow click's documented pattern: ``greenml run`` does not
-pay for importing ``estimate`` or ``runs``.
+pay for importing ``estimate`` or ``runs``. Commands that moved keep their old
+spelling as a hidden alias that still works and says where the command went.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 
@@ -26,29 +28,70 @@ COMMANDS = {
     "diagnose": "greenml.cli.diagnose:diagnose",
     "optimize": "greenml.cli.optimize:optimize",
     "gpu": "greenml.cli.gpu:gpu",
-    "sweep": "greenml.cli.sweep:sweep",
     "plan": "greenml.cli.plan:plan",
-    "wait": "greenml.cli.wait:wait",
     "compress": "greenml.cli.compress:compress",
     "serve": "greenml.cli.serve:serve",
 }
 
+# old name → where the command is now (under `greenml`); hidden, kept for one release
+MOVED = {
+    "sweep": "optimize sweep",
+    "wait": "plan wait",
+}
+
 
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported on first use (from ``commands_map``)."""
+    """A group whose subcommands are imported on first use (from ``commands_map``).
 
-    commands_map: dict[str, str] = COMMANDS
+    ``moved_map`` names old spellings: hidden commands that run the command's new
+    home (a path under ``greenml``) after one line on stderr saying where it went.
+    """
+
+    commands_map: ClassVar[dict[str, str]] = COMMANDS
+    moved_map: ClassVar[dict[str, str]] = MOVED
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(self.commands_map)
+        return [*super().list_commands(ctx), *self.commands_map, *self.moved_map]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.moved_map:
+            return moved_command(ctx, self.moved_map[cmd_name])
         target = self.commands_map.get(cmd_name)
         if target is None:
-            return None
+            return super().get_command(ctx, cmd_name)
         module, _, attribute = target.partition(":")
         command: Any = getattr(importlib.import_module(module), attribute)
         return command  # type: ignore[no-any-return]
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if name in self.moved_map and not ctx.resilient_parsing:
+            old = " ".join([*command_path(ctx), name])
+            click.echo(f"greenml: `{old}` is now `greenml {self.moved_map[name]}`", err=True)
+        return name, command, rest
+
+
+def command_path(ctx: click.Context) -> list[str]:
+    """``["greenml", "gpu"]`` for the context of ``greenml gpu`` (whatever the program name)."""
+    names: list[str] = []
+    while ctx.parent is not None:
+        names.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    return ["greenml", *names]
+
+
+def moved_command(ctx: click.Context, path: str) -> click.Command:
+    """The command at ``path`` (e.g. ``optimize sweep``), as a hidden copy for its old name."""
+    command: click.Command | None = cli
+    for part in path.split():
+        assert isinstance(command, click.Group), path
+        command = command.get_command(ctx, part)
+    assert command is not None, path
+    alias = copy.copy(command)
+    alias.hidden = True
+    return alias
 
 
 @click.group(

@@ -13,11 +13,11 @@ from typing import Any
 
 import click
 
-from greenml.cli.options import db_option
+from greenml.cli.options import db_option, json_option
 
 _EPILOG = """\b
 Each --baseline/--candidate is a stored run id (a unique prefix is enough) or a
-run-record JSON file (greenml run --json FILE, greenml runs export ID -o FILE).
+run-record JSON file (greenml run --json-out FILE, greenml runs export ID -o FILE).
 Repeat them to compare means over several runs.
 \b
 Examples:
@@ -43,7 +43,7 @@ Examples:
     help="Allowed increase of energy per unit of work: 5% or 5 (a bare number is percent).",
 )
 @click.option("--unit", metavar="UNIT", help="Unit of work when runs tag several (e.g. samples).")
-@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+@json_option("Print the verdict as JSON on stdout.")
 @db_option
 @click.pass_context
 def check(
@@ -115,5 +115,7 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
         raise ConfigError(f"{path} is not valid JSON: {exc}") from exc
     items = data if isinstance(data, list) else [data]
     if not items or not all(isinstance(i, dict) and "id" in i and "energy" in i for i in items):
-        raise ConfigError(f"{path} is not a greenml run record (greenml run --json, runs export)")
+        raise ConfigError(
+            f"{path} is not a greenml run record (greenml run --json-out, runs export)"
+        )
     return items

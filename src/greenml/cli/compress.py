@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from greenml.cli import render
+from greenml.cli.options import json_option
 from greenml.errors import ConfigError
 
 TECHNIQUE_HELP = "int8, bf16, fp16, prune, sparse24, distill, onnx, onnx-int8"
@@ -56,7 +57,7 @@ TECHNIQUE_HELP = "int8, bf16, fp16, prune, sparse24, distill, onnx, onnx-int8"
     metavar="N",
     help="Intra-op threads of torch and ONNX Runtime (default: leave them as they are).",
 )
-@click.option("--json", "as_json", is_flag=True, help="The result as JSON.")
+@json_option("Print the result as JSON on stdout.")
 def compress(
     target: str,
     techniques: str | None,

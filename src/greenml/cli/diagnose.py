@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from greenml.cli import render
-from greenml.cli.options import db_option, parse_share
+from greenml.cli.options import db_option, json_option, parse_share, renamed
 
 
 @click.command()
@@ -20,13 +20,14 @@ from greenml.cli.options import db_option, parse_share
 )
 @click.option("--runs-per-year", type=float, help="How often the job runs (per-year figures).")
 @click.option(
-    "--candidate",
+    "--candidate-location",
     "candidates",
     multiple=True,
-    metavar="ZONE",
+    metavar="LOC",
     help="A grid zone, cloud region or country the job could run in (repeatable).",
 )
-@click.option("--json", "as_json", is_flag=True, help="The diagnosis as JSON.")
+@renamed("--candidate", "--candidate-location", "candidates", multiple=True, metavar="LOC")
+@json_option("Print the diagnosis as JSON on stdout.")
 def diagnose(
     db_url: str | None,
     run_id: str,

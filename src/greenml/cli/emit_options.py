@@ -10,13 +10,14 @@ from typing import Any, TypeVar
 import click
 
 from greenml.cli import render
+from greenml.cli.options import output_option
 from greenml.errors import ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _OPTIONS = (
     click.option("--emit", type=click.Choice(["skypilot", "slurm"]), help="Write a task for it."),
-    click.option("-o", "--output", type=click.Path(dir_okay=False), help="File for --emit."),
+    output_option("File for --emit."),
     click.option(
         "--run", "run_cmd", default="python train.py", show_default=True, help="For --emit."
     ),

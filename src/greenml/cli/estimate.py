@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from greenml.cli import render
+from greenml.cli.options import json_option, location_options, price_option, pue_option
 
 if TYPE_CHECKING:
     from greenml.estimation.estimator import Estimate
@@ -22,7 +23,9 @@ Examples:
 
 
 @click.command(epilog=_EPILOG)
-@click.option("--gpu", required=True, help="Device name or alias, e.g. H100, A100-SXM4-40GB, T4.")
+@click.option(
+    "--gpu", required=True, metavar="NAME", help="GPU model or alias: H100, A100-SXM4-40GB, T4."
+)
 @click.option("--count", type=int, default=1, show_default=True, help="Devices in parallel.")
 @click.option("--hours", type=float, help="Wall-clock hours per device (device-hours mode).")
 @click.option("--flops", type=float, help="Total floating-point operations (compute mode).")
@@ -36,18 +39,11 @@ Examples:
 )
 @click.option("--utilization", type=float, help="Share of TDP drawn, in (0, 1]  [default: 1.0]")
 @click.option("--power-w", type=float, help="Average watts per device (e.g. measured); not TDP.")
-@click.option(
-    "--pue",
-    metavar="NUMBER|PROVIDER",
-    help="PUE, or a provider: gcp, aws, azure, datacenter  [default: 1.0]",
-)
-@click.option("--ci", type=float, help="Carbon intensity in gCO2eq/kWh.")
-@click.option("--region", help="Cloud region, e.g. us-central1, aws:eu-west-1.")
-@click.option("--zone", help="Grid zone, e.g. DE, US-CAL-CISO.")
-@click.option("--country", help="Country (ISO code or name).")
-@click.option("--price", type=float, help="Electricity price in USD/kWh (facility energy).")
+@pue_option
+@location_options
+@price_option
 @click.option("--trials", type=int, default=1, show_default=True, help="Times the job runs.")
-@click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
+@json_option("Print the estimate as JSON on stdout.")
 def estimate(
     gpu: str,
     count: int,
@@ -60,10 +56,10 @@ def estimate(
     utilization: float | None,
     power_w: float | None,
     pue: str | None,
-    ci: float | None,
-    region: str | None,
     zone: str | None,
+    region: str | None,
     country: str | None,
+    ci: float | None,
     price: float | None,
     trials: int,
     as_json: bool,

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from greenml.cli.options import db_option
+from greenml.cli.options import db_option, output_option, renamed
 from greenml.errors import ConfigError
 
 _PEM = click.Path(dir_okay=False, path_type=Path)
@@ -74,7 +74,7 @@ def verify_cmd(ledger_file: Path | None, db_url: str | None, public_key: Path | 
 @ledger_option
 @db_option
 @click.option("--key", "key_file", type=_PEM, required=True, help="Ed25519 private key (PEM).")
-@click.option("-o", "--output", type=_PEM, help="File (default: stdout).")
+@output_option()
 @click.option("--head-only", is_flag=True, help="Only the head hash and counts, no entries.")
 def export_cmd(
     ledger_file: Path | None, db_url: str | None, key_file: Path, output: Path | None,
@@ -132,9 +132,10 @@ def verify_statement_cmd(statement_file: Path, public_key: Path, record_file: Pa
 
 @ledger.command("keygen")
 @click.option(
-    "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-    help="Folder for greenml-ledger.key (private, 0600) and greenml-ledger.pub.",
+    "--out-dir", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR", help="Folder for greenml-ledger.key (private, 0600) and greenml-ledger.pub.",
 )  # fmt: skip
+@renamed("--out", "--out-dir", "out_dir", metavar="DIR")
 def keygen_cmd(out_dir: Path) -> None:
     """Write a new Ed25519 key pair for signing ledger entries and statements."""
     from greenml.ledger import generate_keypair

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from greenml.cli.options import interval_renamed, sample_hz_option
 from greenml.measure.meter import Meter
 
 
@@ -13,21 +14,17 @@ def make_meter() -> Meter:
 
 
 @click.command()
-@click.option(
-    "--interval", type=float, default=1.0, show_default=True, metavar="S", help="Refresh period."
-)
+@sample_hz_option(1.0, "Samples (and redraws) per second.")
+@interval_renamed
 @click.option("--once", is_flag=True, help="Draw one frame and exit.")
 @click.option("--frames", type=click.IntRange(min=1), metavar="N", help="Draw N frames and exit.")
-def monitor(interval: float, once: bool, frames: int | None) -> int:
+def monitor(sample_hz: float, once: bool, frames: int | None) -> int:
     """Live table of every GPU and the CPU, with waste flags; Ctrl-C to quit."""
-    from greenml.errors import ConfigError
     from greenml.exporter.monitor import run_monitor
 
-    if not interval > 0:
-        raise ConfigError(f"--interval must be > 0, got {interval}")
     meter = make_meter()
     try:
-        run_monitor(meter, interval, 1 if once else frames)
+        run_monitor(meter, 1.0 / sample_hz, 1 if once else frames)
     except KeyboardInterrupt:
         pass
     finally:

@@ -1,10 +1,34 @@
-"""Options shared by several commands."""
+"""Options shared by several commands: one definition each, so one spelling means one thing.
+
+The vocabulary (checked by tests/cli/test_vocabulary.py):
+
+- ``--json`` is a flag: print JSON on stdout. ``--json-out FILE`` writes the JSON
+  document to a file; ``-o/--output FILE`` is the file the command's output goes to.
+- ``--zone``, ``--region``, ``--country``, ``--ci``, ``--pue``, ``--price``,
+  ``--instance``, ``--intensity-trace``, ``--intensity-provider`` say where and at
+  what price a job runs; ``--db`` is the run store; ``--gpus`` picks GPUs of this
+  machine by index; ``--sample-hz`` is a sampling rate.
+- An old spelling stays as a hidden :class:`RenamedOption` that still works and
+  says the new one on stderr.
+"""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from greenml.errors import ConfigError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# greenml.accounting.location.PROVIDERS (not imported: `greenml run` stays light; a test
+# checks they agree).
+INTENSITY_PROVIDERS = ("static", "electricitymaps", "watttime", "ukci")
+SAMPLE_HZ_RANGE = (0.001, 100.0)  # the runner's sampler and NVML go no faster than 100 Hz
 
 db_option = click.option(
     "--db",
@@ -13,6 +37,269 @@ db_option = click.option(
     help="Run store: a path, sqlite:///… or postgresql://… "
     "(default: $GREENML_DB or the per-user SQLite file).",
 )
+
+
+class RenamedOption(click.Option):
+    """A hidden old spelling of an option: it still works, and says the new one on stderr.
+
+    Its value is handed to the new option (``target``, the parameter's name) before
+    that one is processed, so the new option's type, validation and ``required``
+    apply to it. ``convert`` maps the raw value first (``--interval S`` → ``1/S`` Hz).
+    """
+
+    def __init__(
+        self,
+        param_decls: list[str],
+        *,
+        new: str,
+        target: str,
+        note: str | None = None,
+        convert: Callable[[Any], Any] | None = None,
+        **attrs: Any,
+    ) -> None:
+        super().__init__(param_decls, hidden=True, expose_value=False, **attrs)
+        self.new = new
+        self.target = target
+        self.note = note or f"{'/'.join(self.opts)} is now {new}"
+        self.convert = convert
+
+    def handle_parse_result(
+        self, ctx: click.Context, opts: Any, args: list[str]
+    ) -> tuple[Any, list[str]]:
+        if self.name in opts:
+            if self.target in opts:
+                old = self.opts[0]
+                raise click.UsageError(f"{old} is the old spelling of {self.new}: give one", ctx)
+            raw = opts.pop(self.name)
+            if not ctx.resilient_parsing:
+                click.echo(f"greenml: {self.note}", err=True)
+            opts[self.target] = self._convert(raw, ctx)
+        return super().handle_parse_result(ctx, opts, args)
+
+    def _convert(self, raw: Any, ctx: click.Context) -> Any:
+        if self.convert is None:
+            return raw
+        try:
+            return self.convert(raw)
+        except (ValueError, ConfigError) as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=self) from None
+
+
+def renamed(
+    old: str | tuple[str, ...],
+    new: str,
+    target: str,
+    *,
+    note: str | None = None,
+    convert: Callable[[Any], Any] | None = None,
+    **attrs: Any,
+) -> Callable[[F], F]:
+    """A hidden :class:`RenamedOption` ``old`` for the option ``new`` (parameter ``target``)."""
+    spellings = (old,) if isinstance(old, str) else old
+    name = "renamed_" + max(spellings, key=len).lstrip("-").replace("-", "_")
+    return click.option(
+        *spellings, name, cls=RenamedOption, new=new, target=target, note=note, convert=convert,
+        **attrs,
+    )  # fmt: skip
+
+
+# --- output -----------------------------------------------------------------------------
+
+
+def json_option(help: str = "Print the result as JSON on stdout.") -> Callable[[F], F]:
+    """``--json``: a flag, JSON on stdout (parameter ``as_json``)."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def json_out_option(help: str = "Also write the result as JSON to FILE.") -> Callable[[F], F]:
+    """``--json-out FILE``: the JSON document written to a file (parameter ``json_out``)."""
+    return click.option(
+        "--json-out",
+        "json_out",
+        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="FILE",
+        help=help,
+    )
+
+
+def output_option(help: str = "File (default: stdout).") -> Callable[[F], F]:
+    """``-o/--output FILE``: where the command's output goes (parameter ``output``)."""
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="FILE",
+        help=help,
+    )
+
+
+# --- location, intensity and price ------------------------------------------------------
+
+
+def _non_negative(ctx: click.Context, param: click.Parameter, value: float | None) -> Any:
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise click.BadParameter(f"must be a finite number >= 0, not {value}", ctx, param)
+    return value
+
+
+def zone_option(*, candidates: bool = False) -> Callable[[F], F]:
+    """``--zone``: a grid zone; ``candidates``: repeatable, parameter ``zones``."""
+    if candidates:
+        return click.option(
+            "--zone", "zones", multiple=True, metavar="ZONE",
+            help="A candidate grid zone, e.g. DE, US-CAL-CISO (repeatable).",
+        )  # fmt: skip
+    return click.option(
+        "--zone", metavar="ZONE", help="Grid zone, e.g. DE, US-CAL-CISO (for carbon intensity)."
+    )
+
+
+def region_option(*, candidates: bool = False, help: str | None = None) -> Callable[[F], F]:
+    """``--region``: a cloud region; ``candidates``: repeatable, parameter ``regions``."""
+    if candidates:
+        return click.option(
+            "--region", "regions", multiple=True, metavar="REGION",
+            help=help or "A candidate cloud region, e.g. aws:eu-north-1 (repeatable).",
+        )  # fmt: skip
+    return click.option(
+        "--region",
+        metavar="REGION",
+        help="Cloud region, e.g. us-central1, aws:eu-west-1 (for carbon intensity).",
+    )
+
+
+country_option = click.option(
+    "--country",
+    metavar="COUNTRY",
+    help="Country (ISO code or English name), for a yearly average intensity.",
+)
+ci_option = click.option(
+    "--ci",
+    type=float,
+    metavar="G_PER_KWH",
+    callback=_non_negative,
+    help="Fixed grid carbon intensity in gCO2eq/kWh.",
+)
+pue_option = click.option(
+    "--pue",
+    metavar="NUMBER|PROVIDER",
+    help="Power usage effectiveness: a number, or gcp, aws, azure, datacenter, personal.",
+)
+price_option = click.option(
+    "--price",
+    type=float,
+    metavar="USD_PER_KWH",
+    callback=_non_negative,
+    help="Electricity price in USD/kWh.",
+)
+instance_option = click.option(
+    "--instance",
+    metavar="TYPE",
+    help="Cloud instance type (e.g. g5.xlarge), for its hourly list price.",
+)
+
+
+def intensity_trace_option(*, required: bool = False) -> Callable[[F], F]:
+    """``--intensity-trace CSV``: an hourly intensity file (parameter ``intensity_trace``)."""
+    return click.option(
+        "--intensity-trace",
+        "intensity_trace",
+        required=required,
+        type=click.Path(exists=True, dir_okay=False),
+        metavar="CSV",
+        help="Hourly carbon intensity: an Electricity Maps export or time,g/kWh rows.",
+    )
+
+
+intensity_provider_option = click.option(
+    "--intensity-provider",
+    type=click.Choice(INTENSITY_PROVIDERS, case_sensitive=False),
+    metavar="NAME",
+    help="Who answers for --zone: static (a yearly mean; the default), or a live source "
+    "with forecasts: electricitymaps, watttime, ukci (credentials from the environment).",
+)
+trace_renamed = renamed("--trace", "--intensity-trace", "intensity_trace", metavar="CSV")
+
+
+def location_options(command: F) -> F:
+    """``--zone``, ``--region``, ``--country`` and ``--ci``: where the intensity comes from."""
+    for option in reversed((zone_option(), region_option(), country_option, ci_option)):
+        command = option(command)
+    return command
+
+
+# --- this machine -----------------------------------------------------------------------
+
+gpus_option = click.option(
+    "--gpus",
+    metavar="LIST",
+    help="GPUs of this machine by CUDA index, e.g. 0,1, or none (default: all visible).",
+)
+
+
+def parse_gpus(text: str | None) -> list[int] | None:
+    """``--gpus``: ``0,1`` → [0, 1]; ``none`` → []; not given → None (all visible)."""
+    if text is None:
+        return None
+    if text.strip().lower() == "none":
+        return []
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r} is not a comma-separated list of indices", param_hint="--gpus"
+        ) from None
+
+
+def gpus_to_act_on(text: str | None) -> list[int] | None:
+    """``--gpus`` of a command that acts on GPUs: None is all visible; ``none`` is refused."""
+    indices = parse_gpus(text)
+    if indices == []:
+        raise ConfigError("--gpus none leaves no GPU to act on: give indices like 0,1")
+    return indices
+
+
+gpu_renamed = renamed(
+    "--gpu", "--gpus", "gpus", multiple=True, metavar="INDEX",
+    note="--gpu INDEX is now --gpus LIST (e.g. --gpus 0,1)", convert=",".join,
+)  # fmt: skip
+
+
+def _check_sample_hz(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    low, high = SAMPLE_HZ_RANGE
+    if not (value >= low and value <= high):  # `not >=` also refuses NaN
+        message = f"must be between {low:g} and {high:g} Hz, not {value}"
+        raise click.BadParameter(message, ctx, param)
+    return value
+
+
+def sample_hz_option(default: float, help: str = "Power samples per second.") -> Callable[[F], F]:
+    """``--sample-hz HZ``: a sampling rate in (0.001, 100] Hz."""
+    return click.option(
+        "--sample-hz",
+        type=float,
+        default=default,
+        show_default=True,
+        metavar="HZ",
+        callback=_check_sample_hz,
+        help=help,
+    )
+
+
+def _interval_to_hz(raw: str) -> str:
+    try:
+        interval_s = float(raw)
+    except ValueError:
+        interval_s = math.nan
+    if not (interval_s > 0 and math.isfinite(interval_s)):
+        raise ValueError(f"must be a number of seconds > 0, not {raw!r}")
+    return repr(1.0 / interval_s)
+
+
+interval_renamed = renamed(
+    "--interval", "--sample-hz", "sample_hz", metavar="S",
+    note="--interval S is now --sample-hz HZ (1/S)", convert=_interval_to_hz,
+)  # fmt: skip
 
 
 def parse_share(text: str, what: str, *, at_most: float | None = 1.0) -> float:

@@ -9,7 +9,14 @@ import click
 
 from greenml.cli import render
 from greenml.cli.emit_options import cloud_infra, emit_options, write_emit
-from greenml.cli.options import parse_share
+from greenml.cli.options import (
+    intensity_provider_option,
+    json_option,
+    parse_share,
+    region_option,
+    renamed,
+    zone_option,
+)
 from greenml.errors import ConfigError
 
 
@@ -24,14 +31,14 @@ from greenml.errors import ConfigError
     metavar="TIME",
     help="Forecast origin: history before it is known (default: --earliest-start, else the clock).",
 )
-@click.option("--zone", "zones", multiple=True, metavar="ZONE", help="Candidate grid zone.")
-@click.option("--region", "regions", multiple=True, metavar="REGION", help="Candidate region.")
+@zone_option(candidates=True)
+@region_option(candidates=True)
 @click.option("--allow", multiple=True, metavar="LOC", help="Only these may hold the data.")
 @click.option(
     "--intensity-trace",
     "traces",
     multiple=True,
-    metavar="[LOC=]FILE",
+    metavar="[LOC=]CSV",
     help="Hourly intensity CSV of a candidate (repeatable; several files of one place join).",
 )
 @click.option(
@@ -39,29 +46,23 @@ from greenml.errors import ConfigError
     is_flag=True,
     help="Take the traces' values in the window as known instead of forecasting from history.",
 )
-@click.option(
-    "--provider",
-    type=click.Choice(["static", "electricitymaps", "watttime", "ukci"]),
-    default="static",
-    show_default=True,
-    help="For zones without a trace: a yearly mean, or a live forecast "
-    "(credentials from the environment).",
-)
+@intensity_provider_option
+@renamed("--provider", "--intensity-provider", "intensity_provider")
 @click.option(
     "--price-trace",
     "price_traces",
     multiple=True,
-    metavar="[LOC=]FILE",
+    metavar="[LOC=]CSV",
     help="Electricity price CSV (Datetime (UTC), Price (USD/MWh)) of a candidate.",
 )
 @click.option("--power-w", type=float, help="The job's constant draw in watts.")
 @click.option("--interruptible", is_flag=True, help="The job may run in pieces.")
 @click.option("--min-chunk", default="30m", show_default=True, metavar="DURATION",
               help="Shortest piece.")  # fmt: skip
-@click.option("--max-pieces", type=int, help="Most pieces (default: no limit).")
+@click.option("--max-pieces", type=int, metavar="N", help="Most pieces (default: no limit).")
 @click.option("--carbon-weight", type=float, help="0–1: weight of carbon against cost.")
 @click.option("--max-cost-increase", metavar="PCT", help="Least carbon with cost ≤ baseline + PCT.")
-@click.option("--json", "as_json", is_flag=True, help="The plan as JSON.")
+@json_option("Print the plan as JSON on stdout.")
 @emit_options
 def job(**opts: Any) -> None:
     """Plan a job in the greenest (or cheapest) hours and places before its deadline.
@@ -70,7 +71,7 @@ def job(**opts: Any) -> None:
     --zone (or the first --region when no zone is given). A candidate with
     an --intensity-trace is forecast from the trace's history before --now
     (seasonal forecaster), or, with --trace-as-forecast, the trace's values
-    are taken as known; others use a live provider's forecast (--provider)
+    are taken as known; others use a live provider's forecast (--intensity-provider)
     or a yearly mean (only where, not when). Example, replaying 2023 data:
 
     \b
@@ -189,8 +190,9 @@ def _intensity(loc: str, is_zone: bool, files: list[str], opts: dict[str, Any], 
         return GridIntensity(trace.series, trace.provenance)
     if opts["trace_as_forecast"]:
         raise ConfigError(f"--trace-as-forecast: no --intensity-trace for {loc}")
-    if is_zone and opts["provider"] != "static":
-        return sources.live_forecast(loc, opts["provider"], job_.earliest_start_s, job_.deadline_s)
+    provider = opts["intensity_provider"] or "static"
+    if is_zone and provider != "static":
+        return sources.live_forecast(loc, provider, job_.earliest_start_s, job_.deadline_s)
     source = static.zone_source(loc) if is_zone else static.cloud_region_source(loc)
     return sources.yearly_forecast(loc, source)
 

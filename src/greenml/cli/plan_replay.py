@@ -8,16 +8,12 @@ from typing import Any
 import click
 
 from greenml.cli import render
+from greenml.cli.options import intensity_trace_option, json_option, trace_renamed
 
 
 @click.command()
-@click.option(
-    "--trace",
-    "trace_path",
-    required=True,
-    metavar="CSV",
-    help="Intensity trace: an Electricity Maps CSV export or a time,intensity CSV.",
-)
+@intensity_trace_option(required=True)
+@trace_renamed
 @click.option(
     "--scenario",
     required=True,
@@ -68,9 +64,9 @@ from greenml.cli import render
     show_default=True,
     help="Which intensity column of an Electricity Maps export (a plain file's scope).",
 )
-@click.option("--json", "as_json", is_flag=True, help="The result as JSON.")
+@json_option("Print the result as JSON on stdout.")
 def replay(
-    trace_path: str,
+    intensity_trace: str,
     scenario: str,
     window_hours: int | None,
     deadline: str | None,
@@ -88,7 +84,7 @@ def replay(
     from greenml.schedule.replay.run import replay as run_replay
 
     result = run_replay(
-        trace_path, scenario, column=scope, tz=tz,  # type: ignore[arg-type]
+        intensity_trace, scenario, column=scope, tz=tz,  # type: ignore[arg-type]
         window_hours=window_hours, deadline=deadline, interruptible=interruptible,
         error=error, seed=seed, repetitions=repetitions, jobs=job_count, power_w=power_w,
     )  # fmt: skip

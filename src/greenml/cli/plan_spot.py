@@ -9,7 +9,7 @@ import click
 
 from greenml.cli import render
 from greenml.cli.emit_options import cloud_infra, emit_options, write_emit
-from greenml.cli.options import parse_share
+from greenml.cli.options import instance_option, json_option, parse_share, region_option
 from greenml.errors import ConfigError
 from greenml.schedule.timeparse import parse_duration_s, parse_instant
 
@@ -40,14 +40,19 @@ NOTICE_S = {"aws": 120.0, "gcp": 30.0, "azure": 30.0, "none": 0.0}
 @click.option("--weekend-factor", type=float, help="Rate multiplier on Saturdays and Sundays.")
 @click.option("--spot-price", type=float, metavar="USD_PER_H", help="Spot price per hour.")
 @click.option("--on-demand-price", type=float, metavar="USD_PER_H", help="On-demand price / hour.")
-@click.option("--instance", metavar="TYPE", help="Take the on-demand price from the price table.")
-@click.option("--start", default="now", show_default=True, help="When the job starts (ISO-8601).")
-@click.option("--deadline", help="Latest finish: ISO-8601 or +DURATION from the start.")
+@instance_option
+@click.option(
+    "--start", default="now", show_default=True, metavar="TIME",
+    help="When the job starts (ISO-8601).",
+)  # fmt: skip
+@click.option(
+    "--deadline", metavar="TIME", help="Latest finish: ISO-8601 or +DURATION from the start."
+)
 @click.option("--confidence", default="95%", show_default=True, help="Required on-time share.")
 @click.option("--trials", default=2000, show_default=True, type=click.IntRange(1, 200_000))
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--json", "as_json", is_flag=True, help="The plan as JSON.")
-@click.option("--region", "regions", multiple=True, help="Cloud region for --emit (repeatable).")
+@json_option("Print the plan as JSON on stdout.")
+@region_option(candidates=True, help="A cloud region for --emit, e.g. aws:us-east-1 (repeatable).")
 @emit_options
 def spot(**opts: Any) -> None:
     """Plan a job on spot capacity: expected cost and time, and the strategy to use."""

@@ -197,3 +197,15 @@ def cost_lines(block: dict[str, Any] | None, show_unknown: bool = False) -> list
         )
         lines.append(f"        {instance['source']}, {instance['date']} (list price)")
     return lines
+
+
+def gpu_limits_table(rows: list[Any]) -> Any:
+    """Each GPU's power limit now, its default and the allowed range."""
+    from rich.table import Table
+
+    table = Table(show_edge=False, pad_edge=False)
+    for header in ("gpu", "name", "limit now", "default", "allowed", "uuid"):
+        table.add_column(header, justify="right" if header in ("limit now", "default") else "left")
+    for g in rows:
+        table.add_row(g.key, g.name, f"{g.limit_w:g} W", f"{g.default_w:g} W", g.allowed, g.uuid)
+    return table

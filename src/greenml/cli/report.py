@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from greenml.cli.options import db_option
+from greenml.cli.options import db_option, output_option, renamed
 from greenml.errors import ConfigError
 from greenml.report.kinds import KINDS
 
@@ -19,7 +19,7 @@ _EPILOG = """\b
 Examples:
   greenml report 5b1463e4                       Carbon Impact Statement (Markdown)
   greenml report --tag search=lr --format html -o search.html
-  greenml report --tag model=llm-7b --kind euaiact --model llm-7b --provider ACME
+  greenml report --tag model=llm-7b --kind euaiact --model llm-7b --provider-name ACME
   greenml report 5b1463e4 --kind sci --per "1000 inferences" --units 250000
 """
 
@@ -44,15 +44,11 @@ Examples:
 @click.option(
     "--format", "fmt", type=click.Choice(["md", "html", "json"]), default="md", show_default=True
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="File (default: stdout).",
-)
+@output_option()
 @click.option("--flops", type=float, help="euaiact: training FLOPs of all runs.")
 @click.option("--model", help="euaiact: the model's name.")
-@click.option("--provider", help="euaiact: the provider's name.")
+@click.option("--provider-name", metavar="NAME", help="euaiact: the provider's name (a company).")
+@renamed("--provider", "--provider-name", "provider_name")
 @click.option(
     "--estimated-mwh",
     type=float,
@@ -74,7 +70,9 @@ Examples:
 @click.option("--runs-per-year", type=float, help="savings: how often the job runs a year.")
 @click.option("--effort-hours", type=float, help="savings: engineering hours the change took.")
 @click.option("--hourly-rate", "hourly_rate_usd", type=float, help="savings: USD per hour.")
-@click.option("--unit", help="savings: the unit of work to compare (when runs tag several).")
+@click.option(
+    "--unit", metavar="UNIT", help="savings: the unit of work to compare (when runs tag several)."
+)
 @click.option("--task-class", help="label: the task class, e.g. text_classification.")
 @click.option("--queries", type=float, help="label: queries the runs served.")
 @click.option(
@@ -94,7 +92,7 @@ def report(
     output: Path | None,
     flops: float | None,
     model: str | None,
-    provider: str | None,
+    provider_name: str | None,
     estimated_mwh: float | None,
     per: str | None,
     units: str | None,
@@ -119,7 +117,7 @@ def report(
     options = {
         "flops": flops,
         "model": model,
-        "provider": provider,
+        "provider": provider_name,
         "estimated_mwh": estimated_mwh,
         "per": per,
         "units": _number("--units", units),

@@ -11,42 +11,45 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from greenml.cli import render
-from greenml.cli.options import db_option
+from greenml.cli.options import (
+    ci_option,
+    country_option,
+    db_option,
+    gpus_option,
+    instance_option,
+    intensity_provider_option,
+    intensity_trace_option,
+    json_out_option,
+    parse_gpus,
+    price_option,
+    pue_option,
+    region_option,
+    renamed,
+    sample_hz_option,
+    trace_renamed,
+    zone_option,
+)
 
 _PATH = click.Path(exists=True, dir_okay=False, path_type=str)
 _ACCOUNTING_OPTIONS = (
-    click.option("--region", help="Cloud region of the machine (e.g. us-central1), for carbon."),
-    click.option("--zone", help="Grid zone (e.g. DE, US-CAL-CISO), for carbon."),
-    click.option("--country", help="Country (ISO code), for a yearly average intensity."),
-    click.option(
-        "--ci", type=float, metavar="G_PER_KWH", help="Grid carbon intensity (gCO2eq/kWh)."
-    ),
-    click.option(
-        "--intensity-trace",
-        "--trace",
-        "intensity_trace",
-        type=_PATH,
-        metavar="CSV",
-        help="Hourly carbon intensity file.",
-    ),
+    region_option(),
+    zone_option(),
+    country_option,
+    ci_option,
+    intensity_trace_option(),
+    trace_renamed,
     click.option(
         "--intensity-fallback",
         is_flag=True,
         help="Where the trace has no data, use --zone/--region/--country (labelled).",
     ),
-    click.option(
-        "--intensity-provider",
-        metavar="NAME",
-        help="Who answers for --zone: static (yearly), electricitymaps, watttime, ukci.",
-    ),
-    click.option(
-        "--pue", metavar="X|PROVIDER", help="PUE, or gcp, aws, azure, datacenter, personal."
-    ),
-    click.option("--price", type=float, metavar="USD_PER_KWH", help="Electricity price."),
+    intensity_provider_option,
+    pue_option,
+    price_option,
     click.option(
         "--price-trace", type=_PATH, metavar="CSV", help="Hourly electricity prices (USD/MWh)."
     ),
-    click.option("--instance", metavar="TYPE", help="Cloud instance type, for its hourly price."),
+    instance_option,
     click.option("--spot", is_flag=True, help="Use the instance's spot price."),
     click.option(
         "--instance-prices", type=_PATH, metavar="CSV", help="Your own instance price table."
@@ -113,18 +116,11 @@ if TYPE_CHECKING:
 @click.option(
     "--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Label the run (repeatable)."
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the run record to this JSON file.",
-)
+@json_out_option("Also write the run record as JSON to FILE.")
+@renamed("--json", "--json-out", "json_out", metavar="FILE",
+         note="--json FILE is now --json-out FILE")  # fmt: skip
 @db_option
-@click.option(
-    "--gpus",
-    metavar="LIST",
-    help="GPU indices to measure, e.g. 0,1, or 'none' (default: all visible).",
-)
+@gpus_option
 @click.option("--no-cpu", is_flag=True, help="Do not measure the CPU and DRAM.")
 @click.option(
     "--cpu-scope",
@@ -133,9 +129,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="For the CPU/DRAM model: the command's process tree or the whole machine.",
 )
-@click.option(
-    "--sample-hz", type=float, default=1.0, show_default=True, help="Power sampling rate."
-)
+@sample_hz_option(1.0)
 @click.option("--no-hostname", is_flag=True, help="Do not record the host name.")
 @click.option("-q", "--quiet", is_flag=True, help="No live status line and no summary.")
 @accounting_options
@@ -146,7 +140,7 @@ if TYPE_CHECKING:
 def run(
     name: str | None,
     tags: tuple[str, ...],
-    json_path: Path | None,
+    json_out: Path | None,
     db_url: str | None,
     gpus: str | None,
     no_cpu: bool,
@@ -169,19 +163,19 @@ def run(
     from greenml.run.process import exit_like
     from greenml.run.runner import RunOptions, parse_tags, run_measured
 
-    if json_path is not None and not json_path.resolve().parent.is_dir():
-        raise click.BadParameter(f"directory of {json_path} does not exist", param_hint="--json")
+    if json_out is not None and not json_out.resolve().parent.is_dir():
+        raise click.BadParameter(f"directory of {json_out} does not exist", param_hint="--json-out")
     options = RunOptions(
         command=command,
         name=name,
         tags=parse_tags(tags),
         db_url=db_url,
-        gpus=_parse_gpus(gpus),
+        gpus=parse_gpus(gpus),
         cpu=not no_cpu,
         cpu_scope=cpu_scope,
         sample_hz=sample_hz,
         include_hostname=not no_hostname,
-        wait_for_store=json_path is not None,
+        wait_for_store=json_out is not None,
         accounting=AccountingOptions(**accounting),
     )
     green = None
@@ -220,23 +214,10 @@ def run(
             else ""
         )
         print(f"greenml: error: run not stored: {result.store_error}{kept}", file=sys.stderr)
-    if json_path is not None:
+    if json_out is not None:
         record = result.record or _unsaved_record(options, result)
-        json_path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+        json_out.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     exit_like(result.exit_code)
-
-
-def _parse_gpus(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    if text.strip().lower() == "none":
-        return []
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise click.BadParameter(
-            f"{text!r} is not a comma-separated list of indices", param_hint="--gpus"
-        ) from None
 
 
 class _LiveLine:
@@ -294,7 +275,7 @@ def _summarize(result: RunResult) -> None:
 
 
 def _unsaved_record(options: RunOptions, result: RunResult) -> dict[str, Any]:
-    """The run record when the store could not take it (``--json`` still gets it)."""
+    """The run record when the store could not take it (``--json-out`` still gets it)."""
     from greenml.run.process import run_status
 
     m = result.measurement

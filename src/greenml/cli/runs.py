@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from greenml.cli import render
-from greenml.cli.options import db_option
+from greenml.cli.options import db_option, json_option, output_option
 
 
 @click.group()
@@ -24,7 +24,7 @@ def runs() -> None:
 @click.option("-n", "--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
 @click.option("--name", help="Only runs with this name.")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Only runs with this tag.")
-@click.option("--json", "as_json", is_flag=True, help="JSON lines instead of a table.")
+@json_option("Print JSON lines on stdout instead of a table.")
 def list_runs(
     db_url: str | None, limit: int, name: str | None, tags: tuple[str, ...], as_json: bool
 ) -> None:
@@ -104,12 +104,7 @@ def show(db_url: str | None, run_id: str) -> None:
     show_default=True,
     help="json: the run record; csv: its power samples.",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="File (default: stdout).",
-)
+@output_option()
 def export(db_url: str | None, run_id: str, fmt: str, output: Path | None) -> None:
     """Write a run record (JSON) or its samples (CSV)."""
     from greenml.store.export import record_to_json, samples_to_csv

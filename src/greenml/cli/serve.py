@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from greenml.cli import render
+from greenml.cli.options import json_option, price_option, sample_hz_option
 from greenml.errors import ConfigError
 from greenml.measure.meter import Meter
 
@@ -36,8 +37,8 @@ def serve() -> None:
 @click.option("--repeats", type=int, default=10, show_default=True, help="Fewest runs per size.")
 @click.option("--min-time", type=float, default=1.0, show_default=True, metavar="S",
               help="Fewest seconds per size.")  # fmt: skip
-@click.option("--sample-hz", type=float, default=10.0, show_default=True, help="Power sampling.")
-@click.option("--json", "as_json", is_flag=True, help="The curve as JSON.")
+@sample_hz_option(10.0)
+@json_option("Print the curve as JSON on stdout.")
 def batch_curve(
     target: str,
     batch_sizes: str,
@@ -169,15 +170,13 @@ def _render_curve(curve: Any, budget_ms: float | None) -> None:
 @serve.command("cache-stats")
 @click.option("--redis", "redis_url", required=True, metavar="URL", help="redis://host:port/db")
 @click.option("--namespace", required=True, help="The cache's key prefix.")
-@click.option("--price", type=float, metavar="USD_PER_KWH", help="Electricity price.")
-@click.option("--json", "as_json", is_flag=True, help="The statistics as JSON.")
+@price_option
+@json_option("Print the statistics as JSON on stdout.")
 def cache_stats(redis_url: str, namespace: str, price: float | None, as_json: bool) -> None:
     """Hits, hit rate and energy saved by a Redis-backed cache (every process's)."""
     from greenml.serve.cache.redis import RedisBackend
     from greenml.serve.cache.stats import CacheStats
 
-    if price is not None and not price >= 0:
-        raise ConfigError(f"--price must be >= 0, got {price}")
     backend = RedisBackend(redis_url, namespace=namespace, max_entries=None)
     try:
         stats = CacheStats.from_counters(backend.read_stats(), price)

@@ -1,4 +1,5 @@
-"""``greenml sweep`` as a user runs it: the table, --json, -o, the example, bad input."""
+"""``greenml optimize sweep`` as a user runs it: the table, --json, --json-out, the example,
+bad input, and the old spellings (``greenml sweep``, ``-o``)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def tiny(tmp_path: Path) -> str:
 def test_the_table_shows_every_configuration_and_the_picks(
     tiny: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["sweep", tiny, "--precision", "fp32,tf32,bf16", "--batch-size", "8,16", *FAST])
+    code = main(["optimize", "sweep", tiny, "--precision", "fp32,tf32,bf16", "--batch-size", "8,16",
+                 *FAST])  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0, err
     for text in ("precision", "J/sample", "samples/s", "loss vs fp32", "method", "P_max"):
@@ -62,12 +64,12 @@ def test_the_table_shows_every_configuration_and_the_picks(
     assert "[5/6] tf32 b16 eager w0 …" in err and "[6/6] bf16 b16" in err  # progress goes to stderr
 
 
-def test_json_and_output_file_hold_the_same_results(
+def test_json_and_json_out_file_hold_the_same_results(
     tiny: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     target = tmp_path / "results.json"
-    code = main(["sweep", tiny, "--precision", "fp32,bf16", "--eta", "0.5", "--json",
-                 "-o", str(target), *FAST])  # fmt: skip
+    code = main(["optimize", "sweep", tiny, "--precision", "fp32,bf16", "--eta", "0.5", "--json",
+                 "--json-out", str(target), *FAST])  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0, err
     data = json.loads(out)
@@ -83,7 +85,7 @@ def test_json_and_output_file_hold_the_same_results(
 def test_the_digits_example_sweeps_precision_and_workers(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code = main(["sweep", f"{EXAMPLE}:make_step", "--precision", "fp32,bf16",
+    code = main(["optimize", "sweep", f"{EXAMPLE}:make_step", "--precision", "fp32,bf16",
                  "--batch-size", "64", "--workers", "0,1", "--json", *FAST])  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -111,7 +113,7 @@ def test_the_digits_example_sweeps_precision_and_workers(
 def test_bad_input_is_one_line_and_exit_2(
     tiny: str, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["sweep", tiny, "--device", "cpu", *args]) == 2
+    assert main(["optimize", "sweep", tiny, "--device", "cpu", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("greenml: error: ") and message in err
     assert err.count("\n") == 1
@@ -122,14 +124,28 @@ def test_a_missing_factory_is_one_line_and_exit_2(
 ) -> None:
     path = tmp_path / "no_factory_here.py"
     path.write_text("x = 1\n")
-    assert main(["sweep", f"{path}:make_step", "--device", "cpu"]) == 2
+    assert main(["optimize", "sweep", f"{path}:make_step", "--device", "cpu"]) == 2
     err = capsys.readouterr().err
     assert "has no 'make_step'" in err and err.count("\n") == 1
 
 
 def test_help_lists_the_knobs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["sweep", "--help"]) == 0
+    assert main(["optimize", "sweep", "--help"]) == 0
     out = capsys.readouterr().out
-    for option in ("--precision", "--batch-size", "--compile", "--workers", "--warmup",
-                   "--steps", "--seconds", "--eta", "--json", "--output", "TrainStep"):  # fmt: skip
+    for option in ("--precision", "--batch-size", "--compile", "--workers", "--warmup", "--steps",
+                   "--seconds", "--eta", "--json", "--json-out", "TrainStep"):  # fmt: skip
         assert option in out, option
+
+
+def test_the_old_spellings_still_work_and_say_the_new_ones(
+    tiny: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "results.json"
+    code = main(["sweep", tiny, "--precision", "fp32", "--batch-size", "8", "-o", str(target),
+                 *FAST])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "greenml: `greenml sweep` is now `greenml optimize sweep`\n" in err
+    assert "greenml: -o/--output FILE is now --json-out FILE\n" in err
+    assert json.loads(target.read_text())["configs"][0]["status"] == "ok"
+    assert "J/sample" in out

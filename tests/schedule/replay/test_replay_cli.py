@@ -39,7 +39,7 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 def test_json_has_the_documented_keys(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(
-        capsys, "--trace", str(trace), "--scenario", "ml-jobs", "--jobs", "300",
+        capsys, "--intensity-trace", str(trace), "--scenario", "ml-jobs", "--jobs", "300",
         "--interruptible", "--error", "0.05", "--seed", "3", "--json",
     )  # fmt: skip
     assert code == 0, err
@@ -55,14 +55,15 @@ def test_json_has_the_documented_keys(trace: Path, capsys: pytest.CaptureFixture
 
 
 def test_nightly_json_lists_every_window(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = cli(capsys, "--trace", str(trace), "--scenario", "nightly", "--json")
+    code, out, _ = cli(capsys, "--intensity-trace", str(trace), "--scenario", "nightly", "--json")
     assert code == 0
     data = json.loads(out)
     assert [w["window_hours"] for w in data["windows"]] == list(range(9))
     assert data["savings_pct"] == data["windows"][-1]["savings_pct"] > 0
     code, out, _ = cli(
-        capsys, "--trace", str(trace), "--scenario", "nightly", "--window-hours", "3", "--json"
-    )
+        capsys, "--intensity-trace", str(trace), "--scenario", "nightly", "--window-hours", "3",
+        "--json",
+    )  # fmt: skip
     assert json.loads(out)["window_hours"] == 3
 
 
@@ -70,14 +71,14 @@ def test_text_output_is_a_table_with_provenance(
     trace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = cli(
-        capsys, "--trace", str(trace), "--scenario", "nightly", "--tz", "Europe/Paris"
+        capsys, "--intensity-trace", str(trace), "--scenario", "nightly", "--tz", "Europe/Paris"
     )
     assert code == 0
     for text in ("±0 h", "±8 h", "saving", "baseline", "perfect forecast", "Europe/Paris"):
         assert text in out
     assert "1000 W" in out
     code, out, _ = cli(
-        capsys, "--trace", str(trace), "--scenario", "ml-jobs", "--jobs", "200",
+        capsys, "--intensity-trace", str(trace), "--scenario", "ml-jobs", "--jobs", "200",
         "--deadline", "semi-weekly", "--error", "0.1",
     )  # fmt: skip
     assert code == 0
@@ -87,13 +88,16 @@ def test_text_output_is_a_table_with_provenance(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--trace", "{missing}", "--scenario", "nightly"], "cannot read trace"),
-        (["--trace", "{empty}", "--scenario", "nightly"], "empty trace file"),
-        (["--trace", "{trace}", "--scenario", "weekly"], "'weekly' is not one of"),
-        (["--trace", "{trace}", "--scenario", "ml-jobs", "--deadline", "soon"], "'soon' is not"),
-        (["--trace", "{trace}", "--scenario", "ml-jobs", "--error", "-0.05"], "--error must be"),
-        (["--trace", "{trace}", "--scenario", "nightly", "--deadline", "semi-weekly"], "applies"),
-        (["--trace", "{short}", "--scenario", "ml-jobs"], "no ml-jobs job fits"),
+        (["--intensity-trace", "{missing}", "--scenario", "nightly"], "does not exist"),
+        (["--intensity-trace", "{empty}", "--scenario", "nightly"], "empty trace file"),
+        (["--intensity-trace", "{trace}", "--scenario", "weekly"], "'weekly' is not one of"),
+        (["--intensity-trace", "{trace}", "--scenario", "ml-jobs", "--deadline", "soon"],
+         "'soon' is not"),
+        (["--intensity-trace", "{trace}", "--scenario", "ml-jobs", "--error", "-0.05"],
+         "--error must be"),
+        (["--intensity-trace", "{trace}", "--scenario", "nightly", "--deadline", "semi-weekly"],
+         "applies"),
+        (["--intensity-trace", "{short}", "--scenario", "ml-jobs"], "no ml-jobs job fits"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -119,10 +123,19 @@ def test_bad_input_is_one_line_and_exit_2(
 @needs_shared
 def test_real_export_replays(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cli(
-        capsys, "--trace", str(GB_2022), "--scenario", "ml-jobs", "--interruptible",
+        capsys, "--intensity-trace", str(GB_2022), "--scenario", "ml-jobs", "--interruptible",
         "--deadline", "semi-weekly", "--tz", "Europe/London", "--json",
     )  # fmt: skip
     assert code == 0
     data = json.loads(out)
     assert data["jobs"] > 3300 and data["savings_pct"] > 0
     assert "Electricity Maps" in data["source"]
+
+
+def test_the_old_trace_option_still_works_and_says_the_new_one(
+    trace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = cli(capsys, "--trace", str(trace), "--scenario", "nightly", "--json")
+    assert code == 0, err
+    assert err == "greenml: --trace is now --intensity-trace\n"
+    assert json.loads(out)["scenario"] == "nightly"

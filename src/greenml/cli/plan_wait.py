@@ -1,4 +1,4 @@
-"""``greenml wait --until-green``: sleep until the planned low-carbon start, for shell scripts.
+"""``greenml plan wait --until-green``: sleep until the planned low-carbon start, for shell scripts.
 
 ``greenml run --when green`` uses the same plan and wait (:mod:`greenml.run.green`).
 """
@@ -9,35 +9,34 @@ import json
 
 import click
 
+from greenml.cli.options import (
+    intensity_provider_option,
+    intensity_trace_option,
+    json_option,
+    region_option,
+    trace_renamed,
+    zone_option,
+)
 from greenml.errors import ConfigError
 from greenml.run import green
 
 __all__ = ["wait"]
 
 
-@click.command(epilog="Example: greenml wait --until-green --deadline +12h --duration 4h "
+@click.command(epilog="Example: greenml plan wait --until-green --deadline +12h --duration 4h "
                "--zone DE --intensity-trace de.csv && ./train.sh")  # fmt: skip
 @click.option("--until-green", is_flag=True, help="Wait for the lowest-carbon start (required).")
 @click.option("--deadline", metavar="TIME", help="The job must finish by then (ISO 8601, or +8h).")
 @click.option("--duration", metavar="DURATION", help="How long the job runs (90m, 4h, 1d).")
 @click.option("--earliest-start", metavar="TIME", help="Not before then (default: now).")
-@click.option("--zone", help="Grid zone (e.g. DE, US-CAL-CISO).")
-@click.option("--region", help="Cloud region (e.g. europe-west3).")
-@click.option(
-    "--intensity-trace",
-    "--trace",
-    "intensity_trace",
-    metavar="CSV",
-    help="Intensity history or forecast for the zone (Electricity Maps export or time,g/kWh).",
-)
-@click.option(
-    "--intensity-provider",
-    metavar="NAME",
-    help="A live provider with forecasts: electricitymaps, watttime, ukci.",
-)
+@zone_option()
+@region_option()
+@intensity_trace_option()
+@trace_renamed
+@intensity_provider_option
 @click.option("--max-wait", metavar="DURATION", help="Start no later than this from now.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit without waiting.")
-@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (stdout).")
+@json_option("Print the plan as JSON on stdout.")
 def wait(
     until_green: bool,
     deadline: str | None,
@@ -55,7 +54,7 @@ def wait(
     from greenml.schedule.green import GreenRequest, make_plan
 
     if not until_green:
-        raise ConfigError("greenml wait needs --until-green (the only way to wait so far)")
+        raise ConfigError("greenml plan wait needs --until-green (the only way to wait so far)")
     request = GreenRequest(
         deadline=deadline, duration=duration, earliest_start=earliest_start, zone=zone,
         region=region, intensity_trace=intensity_trace, intensity_provider=intensity_provider,

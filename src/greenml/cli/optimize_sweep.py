@@ -1,4 +1,4 @@
-"""``greenml sweep TRAIN.PY:make_step``: a training step under a grid of software knobs."""
+"""``greenml optimize sweep TRAIN.PY:make_step``: a training step under a grid of software knobs."""
 
 from __future__ import annotations
 
@@ -10,12 +10,15 @@ from typing import Any
 import click
 
 from greenml.cli import render
+from greenml.cli.options import json_option, json_out_option, renamed
 from greenml.errors import ConfigError
 
 _EPILOG = """\b
 Examples:
-  greenml sweep examples/sweep_digits.py:make_step --batch-size 32,128 --precision fp32,bf16
-  greenml sweep mypkg.train:make_step --device cuda --compile on,off --workers 0,4 --eta 0.5
+  greenml optimize sweep examples/sweep_digits.py:make_step --batch-size 32,128 \\
+    --precision fp32,bf16
+  greenml optimize sweep mypkg.train:make_step --device cuda --compile on,off --workers 0,4 \\
+    --eta 0.5
 
 \b
 make_step(config) receives a SweepConfig (batch_size, workers, device, precision,
@@ -82,7 +85,7 @@ def _device(choice: str) -> str:
     try:
         import torch
     except ImportError:
-        raise ConfigError("greenml sweep needs PyTorch: pip install torch") from None
+        raise ConfigError("greenml optimize sweep needs PyTorch: pip install torch") from None
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
@@ -115,10 +118,10 @@ def _device(choice: str) -> str:
 @click.option("--max-power-w", type=float, help="P_max of the cost [GPU max limit / CPU TDP].")
 @click.option("--loss-tolerance", default="5%", show_default=True, help="Flag a loss change above.")
 @click.option("--seed", default=0, show_default=True, help="torch.manual_seed per configuration.")
-@click.option("--json", "as_json", is_flag=True, help="The results as JSON on stdout.")
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write JSON here too."
-)
+@json_option("Print the results as JSON on stdout.")
+@json_out_option("Also write the results as JSON to FILE.")
+@renamed(("-o", "--output"), "--json-out", "json_out", metavar="FILE",
+         note="-o/--output FILE is now --json-out FILE")  # fmt: skip
 def sweep(
     target: str,
     precision: str | None,
@@ -134,7 +137,7 @@ def sweep(
     loss_tolerance: str,
     seed: int,
     as_json: bool,
-    output: Path | None,
+    json_out: Path | None,
 ) -> None:
     """Measure J/sample and samples/s of a training step per precision, batch, compile, workers."""
     from greenml.optimize.sweep.run import SweepGrid
@@ -166,12 +169,12 @@ def sweep(
         on_result=_progress_end,
     )
     data = result.to_dict(etas)
-    if output is not None:
-        output.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    if json_out is not None:
+        json_out.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     if as_json:
         print(json.dumps(data, ensure_ascii=False, indent=2))
         return
-    _render(result, etas, output)
+    _render(result, etas, json_out)
 
 
 def _progress_start(index: int, total: int, config: Any) -> None:
@@ -200,7 +203,7 @@ def _per_sample(joules: float) -> str:
 def _render(result: Any, etas: list[float], output: Path | None) -> None:
     console = render.console()
     console.print(
-        f"greenml sweep on {result.device}: energy per sample of the measured steps, "
+        f"greenml optimize sweep on {result.device}: energy per sample of the measured steps, "
         "every measured component (CPU, DRAM, GPU) included",
         highlight=False,
     )
