@@ -32,19 +32,21 @@ def safe(text: object) -> str:
     return escape(shown)
 
 
-def scaled(value: float, units: Sequence[tuple[float, str]]) -> str:
+def scaled(value: float, units: Sequence[tuple[float, str]], like: float | None = None) -> str:
     """``value`` (in base units) with three significant figures in the unit that fits it.
 
     ``units`` are (size in base units, name), smallest first; the largest unit
-    whose size is at most ``|value|`` is chosen, after rounding, so 999.9 J
-    reads ``1.00 kJ``, never ``1e+03 J``; zero reads in the base unit.
+    whose size is at most ``|value|`` (or ``|like|``: figures shown side by side
+    share one unit) is chosen, after rounding, so 999.9 J reads ``1.00 kJ``,
+    never ``1e+03 J``; zero reads in the base unit.
     """
-    if value == 0 or not math.isfinite(value):
+    ref = value if like is None else like
+    if ref == 0 or not math.isfinite(ref) or not math.isfinite(value):
         base = next(name for size, name in units if size == 1.0)
         return f"{value:g} {base}"
     chosen = units[0]
     for size, name in units:
-        if abs(value) >= size * (1 - 5e-4):
+        if abs(ref) >= size * (1 - 5e-4):
             chosen = (size, name)
     size, name = chosen
     shown = float(f"{value / size:.3g}")  # three significant figures, then no exponent
@@ -55,15 +57,16 @@ def scaled(value: float, units: Sequence[tuple[float, str]]) -> str:
 
 
 ENERGY_UNITS = ((1e-3, "mJ"), (1.0, "J"), (1e3, "kJ"), (3.6e6, "kWh"), (3.6e9, "MWh"),
-                (3.6e12, "GWh"))  # fmt: skip
+                (3.6e12, "GWh"), (3.6e15, "TWh"))  # fmt: skip
 """Joules as people read them: J and kJ for small figures, then kWh (no Wh: one family)."""
 MASS_UNITS = ((1e-6, "µg"), (1e-3, "mg"), (1.0, "g"), (1e3, "kg"), (1e6, "t"))
 """Grams of CO2eq, from micrograms to tonnes."""
 
 
-def energy(joules: float) -> str:
-    """Joules in the unit a person reads best: ``51.0 J``, ``14.2 kJ``, ``560 kWh``."""
-    return scaled(joules, ENERGY_UNITS)
+def energy(joules: float, like: float | None = None) -> str:
+    """Joules in the unit a person reads best: ``51.0 J``, ``14.2 kJ``, ``560 kWh``
+    (in the unit of ``like`` when given)."""
+    return scaled(joules, ENERGY_UNITS, like)
 
 
 def duration(seconds: float) -> str:
@@ -79,12 +82,21 @@ def percent(rel: float) -> str:
     return f"±{rel * 100:.0f} %" if rel >= 0.01 else f"±{rel * 100:.1f} %"
 
 
-def status_line(elapsed_s: float, power_w: float, energy_j: float, uncertainty_rel: float) -> str:
-    """The live line ``greenml run`` keeps on a terminal."""
+def status_line(
+    elapsed_s: float, power_w: float, energy_j: float, uncertainty_rel: float,
+    like_j: float | None = None,
+) -> str:  # fmt: skip
+    """The live line ``greenml run`` keeps on a terminal (energy in the unit of ``like_j``)."""
     return (
         f"greenml ▸ {duration(elapsed_s)} · {power_w:.0f} W · "
-        f"{energy_j / 3600:.3f} Wh ({percent(uncertainty_rel)})"
+        f"{energy(energy_j, like_j)} ({percent(uncertainty_rel)})"
     )
+
+
+def fit_width(line: str, columns: int) -> str:
+    """``line`` cut to ``columns - 1`` characters (a full line would wrap and leave copies)."""
+    room = max(columns - 1, 1)
+    return line if len(line) <= room else line[: room - 1] + "…"
 
 
 def measurement_table(m: Measurement, title: str) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -235,9 +236,14 @@ class _LiveLine:
 
         m = meter.peek_window(RUN_WINDOW)
         elapsed = time.monotonic() - self._t0
-        line = render.status_line(elapsed, meter.current_power_w(), m.total_j, m.uncertainty_rel)
-        if self._projection is not None:
-            line += progress_text(self._projection)
+        p = self._projection
+        like = p.total_energy_j.value if p is not None else None  # one unit for both
+        line = render.status_line(
+            elapsed, meter.current_power_w(), m.total_j, m.uncertainty_rel, like_j=like
+        )
+        if p is not None:
+            line += progress_text(p)
+        line = render.fit_width(line, shutil.get_terminal_size().columns)
         # Cursor back to column 0: the command's own output overwrites the line
         # instead of being appended to it.
         sys.stderr.write(f"\r\x1b[2K{line}\r")
@@ -249,15 +255,15 @@ class _LiveLine:
 
 
 def progress_text(p: Projection) -> str:
-    """`` · 35 % · ETA 12:04 · projected 1.2 kWh [1.1–1.3]`` for the live line."""
+    """`` · 35 % · ETA 12:04 · projected 1.20 kWh [1.10–1.30] · 480 g CO2eq`` for the live line."""
     eta = time.strftime("%H:%M", time.localtime(p.eta_unix_s))
     e = p.total_energy_j
-    kwh = e.value / 3.6e6
-    text = f" · {p.fraction * 100:.0f} % · ETA {eta} · projected {kwh:.3g} kWh"
+    text = f" · {p.fraction * 100:.0f} % · ETA {eta} · projected {render.energy(e.value)}"
     if e.low is not None and e.high is not None:
-        text += f" [{e.low / 3.6e6:.3g}–{e.high / 3.6e6:.3g}]"
+        low, high = (render.energy(x, e.value).split(" ")[0] for x in (e.low, e.high))
+        text += f" [{low}–{high}]"
     if p.co2_g is not None:
-        text += f" · {p.co2_g.value / 1000:.3g} kg CO2eq"
+        text += f" · {render.co2(p.co2_g.value / 1000)}"
     return text
 
 
