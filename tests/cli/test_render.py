@@ -60,3 +60,28 @@ def test_the_live_line_never_wraps(columns: int) -> None:
     cut = render.fit_width(line, columns)
     assert len(cut) <= columns - 1
     assert cut == line or cut.endswith("…")
+
+
+def test_the_summary_table_is_readable_at_80_columns() -> None:
+    import io
+    from datetime import datetime, timezone
+
+    from rich.console import Console
+
+    from greenml.measure.measurement import ComponentEnergy, DeviceEnergy, Measurement
+
+    gpu = "NVIDIA H100 80GB HBM3"
+    m = Measurement("run", datetime.now(timezone.utc), 82.0, {
+        "gpu": ComponentEnergy({"gpu0": DeviceEnergy(123456.0, "power-integrated", 0.05, gpu),
+                                "gpu1": DeviceEnergy(120000.0, "counter", 0.05, gpu)}),
+        "cpu": ComponentEnergy({"cpu0": DeviceEnergy(1070.0, "estimated", 0.5,
+                                                     "Intel(R) Xeon(R) Platinum 8480+ (model)")}),
+    })  # fmt: skip
+    out = io.StringIO()
+    Console(file=out, width=80).print(render.measurement_table(m, "greenml run x", columns=80))
+    lines = out.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert len(lines) == 1 + 2 + 3 + 1 + 1  # title, header + rule, one line per device, total
+    body = out.getvalue()
+    for figure in ("123 kJ", "1.51 kW", "power-integrated", "245 kJ", "50 %"):
+        assert figure in body  # figures are never cut

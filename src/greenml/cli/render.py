@@ -99,37 +99,49 @@ def fit_width(line: str, columns: int) -> str:
     return line if len(line) <= room else line[: room - 1] + "…"
 
 
-def measurement_table(m: Measurement, title: str) -> Any:
-    """A rich Table: one row per device, a total row, methods and uncertainties."""
+def power(watts: float) -> str:
+    """Watts with three significant figures: ``13.0 W``, ``1.51 kW``."""
+    return scaled(watts, POWER_UNITS)
+
+
+POWER_UNITS = ((1e-3, "mW"), (1.0, "W"), (1e3, "kW"), (1e6, "MW"))
+
+
+def measurement_table(m: Measurement, title: str, columns: int | None = None) -> Any:
+    """A rich Table: one row per device, a total row, methods and uncertainties.
+
+    Readable at 80 columns: figures and labels never wrap; only the device
+    name is shortened (with an ellipsis) when the terminal is narrow.
+    """
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("component")
-    table.add_column("device", overflow="ellipsis", no_wrap=True, max_width=36)
-    for header in ("energy", "avg power"):
-        table.add_column(header, justify="right")
-    table.add_column("method")
-    table.add_column("uncertainty", justify="right")
     secs = m.duration_s
-    if not m.components:
+    rows = [
+        (comp_name, safe(f"{key} {dev.name}"), energy(dev.energy_j),
+         power(dev.energy_j / secs) if secs > 0 else "-", dev.method,
+         percent(dev.uncertainty_rel).lstrip("±"))
+        for comp_name, comp in m.components.items() for key, dev in comp.devices.items()
+    ]  # fmt: skip
+    total = ("total", "", energy(m.total_j), power(m.average_power_w) if secs > 0 else "-", "",
+             percent(m.uncertainty_rel).lstrip("±"))  # fmt: skip
+    headers = ("part", "device", "energy", "power", "method", "±")
+    fits = [max(len(str(r[i])) for r in [headers, *rows, total]) for i in range(len(headers))]
+    width = columns if columns is not None else console(stderr=True).width
+    device_w = min(36, max(12, width - (sum(fits) - fits[1]) - 3 * (len(headers) - 1)))
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for i, header in enumerate(headers):
+        if header == "device":
+            table.add_column(header, overflow="ellipsis", no_wrap=True, max_width=device_w)
+            continue
+        right = "right" if header in ("energy", "power", "±") else "left"
+        table.add_column(header, justify=right, no_wrap=True, min_width=fits[i])  # type: ignore[arg-type]
+    if not rows:
         table.add_row("-", "nothing measured (no sensor enabled or available)", "-", "-", "-", "-")
         return table
-    for comp_name, comp in m.components.items():
-        for key, dev in comp.devices.items():
-            avg = f"{dev.energy_j / secs:.1f} W" if secs > 0 else "-"
-            table.add_row(
-                comp_name,
-                f"{key} {dev.name}",
-                energy(dev.energy_j),
-                avg,
-                dev.method,
-                percent(dev.uncertainty_rel),
-            )
+    for row in rows:
+        table.add_row(*row)
     table.add_section()
-    avg_total = f"{m.average_power_w:.1f} W" if secs > 0 else "-"
-    table.add_row(
-        "total", "", energy(m.total_j), avg_total, "", percent(m.uncertainty_rel), style="bold"
-    )
+    table.add_row(*total, style="bold")
     return table
 
 
