@@ -261,3 +261,33 @@ def test_estimate_is_a_frozen_dataclass() -> None:
     assert isinstance(e, Estimate)
     with pytest.raises(AttributeError):
         e.energy_j = 0.0  # type: ignore[misc]
+
+
+def test_an_estimate_states_its_uncertainty_and_what_it_rests_on() -> None:
+    from greenml.estimation.uncertainty import MFU_GIVEN_REL, POWER_GIVEN_REL, POWER_MODEL_REL
+
+    model = estimate(gpu="H100", count=8, hours=100, ci=300.0)
+    assert model.spread is not None and not model.spread.lower_bound
+    assert model.spread.energy_rel == pytest.approx(POWER_MODEL_REL)
+    assert model.spread.co2_rel == pytest.approx(POWER_MODEL_REL)  # a given ci is exact
+    measured = estimate(gpu="H100", hours=10, power_w=500.0)
+    assert measured.spread is not None
+    assert measured.spread.energy_rel == pytest.approx(POWER_GIVEN_REL)
+    with_mfu = estimate(gpu="H100", flops=1e21, mfu=0.4)
+    assert with_mfu.spread is not None
+    assert with_mfu.spread.energy_rel == pytest.approx(math.hypot(POWER_MODEL_REL, MFU_GIVEN_REL))
+    peak = estimate(gpu="H100", flops=1e21)
+    assert peak.spread is not None and peak.spread.lower_bound
+    data = peak.to_json()
+    assert data["method"] == "estimated" and data["lower_bound"] is True
+    assert "lower bound" in data["uncertainty_basis"]
+
+
+def test_a_yearly_intensity_held_over_a_short_job_widens_the_carbon_spread() -> None:
+    from greenml.accounting.static import zone_source
+
+    short = estimate(gpu="H100", hours=1, ci=zone_source("DE"))
+    long = estimate(gpu="H100", hours=24 * 30, ci=zone_source("DE"))
+    assert short.spread is not None and long.spread is not None
+    assert short.spread.co2_rel is not None and long.spread.co2_rel is not None
+    assert short.spread.co2_rel > long.spread.co2_rel > short.spread.energy_rel

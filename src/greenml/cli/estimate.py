@@ -121,14 +121,23 @@ def summary_table(e: Estimate) -> Any:
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_column("basis", overflow="fold")
-    table.add_row("energy (IT)", render.energy(e.it_energy_j), f"{num(e.power_w)} W per device")
-    table.add_row("energy (facility)", render.energy(e.energy_j), f"PUE {e.pue.value:g}")
+    s = e.spread
+    pm = ""
+    if s is not None:
+        pm = " (lower bound)" if s.lower_bound else f" {render.percent(s.energy_rel)}"
+    per_device = f"{num(e.power_w)} W per device"
+    table.add_row("energy (IT)", render.energy(e.it_energy_j) + pm, per_device)
+    table.add_row("energy (facility)", render.energy(e.energy_j) + pm, f"PUE {e.pue.value:g}")
     co2 = "unknown" if e.co2_g is None else mass_text(e.co2_g)
+    if e.co2_g is not None and s is not None and s.co2_rel is not None:
+        co2 += " (lower bound)" if s.lower_bound else f" {render.percent(s.co2_rel)}"
     ci = "" if e.intensity_g_per_kwh is None else f"{num(e.intensity_g_per_kwh)} g/kWh, "
     table.add_row("CO2eq", co2, f"{ci}{e.intensity_source}")
     cost = "-" if e.cost_usd is None else f"${num(e.cost_usd)}"
     table.add_row("cost", cost, "" if e.cost_usd is not None else "no --price given")
     table.add_row("device-hours", num(e.device_hours), f"wall-clock {num(e.wall_hours)} h")
+    if s is not None:
+        table.add_row("method", "estimated", f"uncertainty: {s.basis}")
     return table
 
 

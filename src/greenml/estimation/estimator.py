@@ -33,6 +33,7 @@ from greenml.estimation.inputs import (
     resolve_intensity,
     resolve_pue,
 )
+from greenml.estimation.uncertainty import Spread, spread_of
 
 if TYPE_CHECKING:
     from greenml.accounting.equivalences import Equivalence
@@ -62,6 +63,7 @@ class Estimate:
         formula: The calculation with the numbers substituted, one step a line.
         equivalences: Everyday equivalences of the CO2eq and the energy.
         notes: What the reader should know (e.g. carbon unknown and how to fix it).
+        spread: How far the figures may be off (see :mod:`greenml.estimation.uncertainty`).
     """
 
     mode: str
@@ -80,6 +82,7 @@ class Estimate:
     formula: str
     equivalences: tuple[Equivalence, ...]
     notes: tuple[str, ...] = ()
+    spread: Spread | None = None
 
     @property
     def energy_kwh(self) -> float:
@@ -118,6 +121,8 @@ class Estimate:
             "equivalences": {e.key: e.to_json() for e in self.equivalences},
             "formula": self.formula,
             "notes": list(self.notes),
+            "method": "estimated",
+            **(self.spread.to_json() if self.spread is not None else {}),
         }
 
 
@@ -208,6 +213,10 @@ def estimate(
     intensity, source = resolve_intensity(ci, ci_description, at or datetime.now(timezone.utc))
     co2_g = _co2(energy_j, intensity, source, steps)
     cost = _cost(energy_j, price, steps)
+    spread = spread_of(
+        power_given=power_w is not None, mode=mode, mfu_given=mfu is not None,
+        intensity_rel=_intensity_rel(intensity, source, wall_h * 3600.0),
+    )  # fmt: skip
     return Estimate(
         mode=mode,
         gpu=spec,
@@ -225,6 +234,7 @@ def estimate(
         formula="\n".join(steps.lines),
         equivalences=tuple(equivalences(co2_g, energy_j)),
         notes=() if co2_g is not None else (_unknown_note(source),),
+        spread=spread,
     )
 
 
@@ -293,6 +303,18 @@ def _cost(energy_j: float, price: float | None, steps: Steps) -> float | None:
     steps.add("price_usd_per_kwh", float(price), "given; applied to facility energy")
     steps.line(f"cost = {num(kwh)} kWh × ${price:g}/kWh = ${num(cost)}")
     return cost
+
+
+def _intensity_rel(intensity: float | None, source: str, duration_s: float) -> float | None:
+    """The intensity's spread: none for a user's figure, else that of one value held over
+    the whole job (as a yearly mean is for a run this long)."""
+    from greenml.accounting.carbon import intensity_uncertainty
+
+    if intensity is None:
+        return None
+    if source.startswith("given by the user"):
+        return 0.0
+    return intensity_uncertainty("yearly", duration_s)
 
 
 def _positive(value: float | None, name: str) -> float:
