@@ -55,7 +55,12 @@ Examples:
     help="euaiact: energy of parts not measured, in MWh (labelled estimated).",
 )
 @click.option("--per", help="sci: the functional unit, e.g. 'token', '1000 inferences'.")
-@click.option("--units", metavar="NUMBER", help="sci: how many of that unit the runs processed.")
+@click.option(
+    "--units",
+    metavar="COUNT",
+    help="sci: a count of items: how many --per units the runs processed "
+    "(e.g. --per token --units 2e9).",
+)
 @click.option(
     "--embodied-kg", type=float, help="sci: embodied kg CO2eq per GPU (or per machine without GPU)."
 )
