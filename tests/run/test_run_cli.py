@@ -279,3 +279,26 @@ def test_control_characters_and_markup_in_names_never_reach_the_terminal(db: Pat
         assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
         assert "\u202e" not in shown.stdout
         assert "\\x1b[2Jx[bold]" in shown.stdout  # shown, visibly, not acted on
+
+
+@pytest.mark.parametrize("redirect", [">&-", "2>&-", "<&-"])
+def test_closed_standard_streams_neither_crash_greenml_nor_reach_the_command_open(
+    db: Path, tmp_path: Path, redirect: str
+) -> None:
+    """``greenml run -- cmd >&-``: the command finds the stream closed, as its user asked,
+    greenml stores the run and exits with the command's code, with no traceback."""
+    probe = tmp_path / "probe"
+    script = (
+        "import os, sys\n"
+        "fds = ','.join(str(int(os.path.exists('/proc/self/fd/%d' % n))) for n in (0, 1, 2))\n"
+        f"open({str(probe)!r}, 'w').write(fds)\n"
+        "sys.exit(3)\n"
+    )
+    line = f"{PY} -m greenml run -q -- {PY} -c \"$SCRIPT\" {redirect}"
+    env = {**os.environ, "GREENML_DB": str(db), "SCRIPT": script}
+    done = subprocess.run(["sh", "-c", line], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 3
+    assert "Traceback" not in done.stderr
+    fd = {">&-": 1, "2>&-": 2, "<&-": 0}[redirect]
+    assert probe.read_text().split(",")[fd] == "0"  # closed in the command too
+    assert newest_run(db)["status"] == "failed"

@@ -14,6 +14,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from greenml.cli.app import cli
     from greenml.errors import GreenmlError
+    from greenml.run.process import guard_standard_fds
+
+    guard_standard_fds()
 
     try:
         result = cli.main(args=argv, prog_name="greenml", standalone_mode=False)

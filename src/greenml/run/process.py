@@ -32,6 +32,33 @@ INTERRUPTING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _WAITED = {*FORWARDED, signal.SIGCHLD}
 _SI_KERNEL = 0x80  # siginfo code of signals the kernel sends, e.g. from the terminal
 
+CLOSED_STANDARD_FDS: set[int] = set()
+"""Standard descriptors (0–2) greenml was started without: held on /dev/null for greenml,
+closed again in the child (see :func:`guard_standard_fds`)."""
+
+
+def guard_standard_fds() -> set[int]:
+    """Hold each closed standard descriptor on /dev/null; return which were closed.
+
+    Started with ``>&-``, greenml must neither crash on writing (``sys.stdout``
+    is ``None``) nor open a file (the run store!) as descriptor 1 that the
+    command would then write into. The command still gets them closed, as its
+    user asked.
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            held = os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: fd itself
+            if held != fd:
+                os.dup2(held, fd)
+                os.close(held)
+            CLOSED_STANDARD_FDS.add(fd)
+    for name, fd, mode in (("stdin", 0, "r"), ("stdout", 1, "w"), ("stderr", 2, "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, closefd=False))  # noqa: SIM115 - lives for the process
+    return set(CLOSED_STANDARD_FDS)
+
 
 class Child:
     """A child process with greenml's stdin, stdout and stderr, untouched."""
@@ -60,6 +87,8 @@ class Child:
 
     def _restore_mask_in_child(self) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, self._mask_before)
+        for fd in CLOSED_STANDARD_FDS:  # closed for greenml's caller: closed for the command too
+            os.close(fd)
 
     def wait(self, tick: Callable[[], None], tick_s: float = 1.0) -> int:
         """Wait for the child, forwarding signals and calling ``tick`` about every ``tick_s``.
