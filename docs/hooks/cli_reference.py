@@ -5,6 +5,7 @@ commands of this checkout, not of whichever greenml is installed. ``on_page_cont
 checks that the generated CLI reference has one section per visible command and
 sub-command (the group is lazy: commands are imported on use), and none for a
 hidden alias; anything else is a warning, which fails ``mkdocs build --strict``.
+It also blanks click's "no default" sentinel, which would read ``Sentinel.UNSET``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def on_page_content(html: str, page: Any, **kwargs: Any) -> str:
         log.warning("CLI reference: no section for `%s`", expected[missing])
     for extra in sorted(found - set(expected)):
         log.warning("CLI reference: a section %r names no visible command", extra)
-    return html
+    # click 8.3 marks "no default" with a sentinel that mkdocs-click prints as its repr
+    return html.replace("<code>Sentinel.UNSET</code>", "").replace("Sentinel.UNSET", "")
 
 
 def _commands() -> dict[str, str]:
