@@ -31,6 +31,7 @@ COMMANDS = {
     "wait": "greenml.cli.wait:wait",
     "compress": "greenml.cli.compress:compress",
     "serve": "greenml.cli.serve:serve",
+    "schema": "greenml.cli.schema:schema",
 }
 
 

@@ -159,7 +159,12 @@ def decode(tp: Any, value: Any, path: str, strict: bool) -> Any:
     if tp is Any:
         return value
     if origin in (Union, types.UnionType):
-        for arm in get_args(tp):
+        arms = [a for a in get_args(tp) if a is not type(None)]
+        if value is None and len(arms) < len(get_args(tp)):
+            return None
+        if len(arms) == 1:  # X | None: X's own message says what is wrong inside
+            return decode(arms[0], value, path, strict)
+        for arm in arms:
             try:
                 return decode(arm, value, path, strict)
             except RecordTypeError:

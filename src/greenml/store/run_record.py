@@ -154,7 +154,7 @@ class Environment(Block):
 
 @dataclass(frozen=True, kw_only=True)
 class RunRecord(Block):
-    """One run as stored: core keys, then the blocks greenml adds (``other``: anyone else's).
+    """One run as stored: the core keys, then the blocks greenml adds; other keys are kept.
 
     Build one with :meth:`from_dict`; :meth:`to_dict` gives the JSON object back.
     """
