@@ -4,6 +4,10 @@
 The recorder hands it to :func:`persist_run` in-process, or writes it to the
 spool as JSON (:meth:`FinishedRun.to_dict`) for a detached writer or the next
 reader to store with the same function (:meth:`FinishedRun.from_dict`).
+
+Its blocks stay JSON (they are typed once stored, as the record's
+:class:`~greenml.store.run_record.EnergyBlock` ...): a command that ends before
+the store is open hands its run to the spool without importing the record types.
 """
 
 from __future__ import annotations
@@ -14,8 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from greenml.errors import RunNotFound
 from greenml.measure.measurement import Measurement, Sample
-from greenml.store.record_blocks import DeviceProvenance
-from greenml.store.run_record import EnergyBlock
 
 if TYPE_CHECKING:
     from greenml.store.repository import Store
@@ -50,11 +52,11 @@ class FinishedRun:
     exit_code: int | None
     duration_s: float
     ended_at: float
-    energy: EnergyBlock
+    energy: dict[str, Any]
     window: Measurement
     windows: list[Measurement] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
-    measured_devices: dict[str, DeviceProvenance] = field(default_factory=dict)
+    measured_devices: dict[str, dict[str, Any]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] | None = None
     include_hostname: bool = True
@@ -70,13 +72,13 @@ class FinishedRun:
             "include_hostname": self.include_hostname,
             "cwd": self.cwd,
             "environment": self.environment,
-            "measured_devices": {k: d.to_dict() for k, d in self.measured_devices.items()},
+            "measured_devices": self.measured_devices,
             "samples": [list(asdict(s).values()) for s in self.samples],
             "window": self.window.to_window_dict(),
             "windows": [w.to_window_dict() for w in self.windows],
             "finish": {"status": self.status, "exit_code": self.exit_code,
                        "duration_s": self.duration_s, "ended_at": self.ended_at,
-                       "energy": self.energy.to_dict()},
+                       "energy": self.energy},
             "extra": self.extra,
         }  # fmt: skip
 
@@ -86,20 +88,18 @@ class FinishedRun:
 
         Raises:
             KeyError: A key every spool file has is missing.
-            RecordTypeError: The energy block or a device is not of its type.
         """
         run, finish = data["run"], data["finish"]
-        devices = data.get("measured_devices") or {}
         return cls(
             run_id=str(run["run_id"]), name=run["name"], command=list(run["command"]),
             tags=dict(run["tags"]), started_at=float(run["started_at"]), pid=int(run["pid"]),
             hostname=run["hostname"], status=str(finish["status"]),
             exit_code=finish["exit_code"], duration_s=float(finish["duration_s"]),
-            ended_at=float(finish["ended_at"]), energy=EnergyBlock.from_dict(finish["energy"]),
+            ended_at=float(finish["ended_at"]), energy=dict(finish["energy"]),
             window=Measurement.from_window_dict(data["window"]),
             windows=[Measurement.from_window_dict(w) for w in data.get("windows", [])],
             samples=[Sample(*s) for s in data.get("samples", [])],
-            measured_devices={k: DeviceProvenance.from_dict(d) for k, d in devices.items()},
+            measured_devices=dict(data.get("measured_devices") or {}),
             extra=dict(data.get("extra") or {}), environment=data.get("environment"),
             include_hostname=bool(data.get("include_hostname", True)), cwd=data.get("cwd"),
         )  # fmt: skip
@@ -131,8 +131,7 @@ def write_run(store: Store, f: FinishedRun) -> None:
             name=f.name, command=f.command, tags=f.tags, started_at=f.started_at, pid=f.pid,
             hostname=f.hostname, run_id=f.run_id,
         )  # fmt: skip
-    devices = {k: d.to_dict() for k, d in f.measured_devices.items()}
-    store.update_extra(f.run_id, {"measured_devices": devices, **f.extra})
+    store.update_extra(f.run_id, {"measured_devices": f.measured_devices, **f.extra})
     env = f.environment
     if not env:
         from greenml.run.environment import capture_environment
@@ -143,7 +142,7 @@ def write_run(store: Store, f: FinishedRun) -> None:
     store.add_windows(f.run_id, [f.window, *f.windows])
     store.finish_run(
         f.run_id, status=f.status, exit_code=f.exit_code, duration_s=f.duration_s,
-        energy=f.energy.to_dict(), ended_at=f.ended_at,
+        energy=f.energy, ended_at=f.ended_at,
     )  # fmt: skip
 
 

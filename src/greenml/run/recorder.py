@@ -152,17 +152,14 @@ class Recorder:
     ) -> FinishedRun:  # fmt: skip
         """The run as :func:`~greenml.run.persist.persist_run` takes it (samples added later)."""
         from greenml.run.persist import FinishedRun
-        from greenml.store.record_blocks import DeviceProvenance
-        from greenml.store.run_record import EnergyBlock
 
         s = self.start
-        devices = {k: DeviceProvenance.from_dict(d) for k, d in self._provenance().items()}
         return FinishedRun(
             run_id=self.run_id, name=s.name, command=s.command, tags=s.tags,
             started_at=s.started_at, pid=s.pid, hostname=s.hostname, status=status,
             exit_code=exit_code, duration_s=measurement.duration_s, ended_at=ended_at,
-            energy=EnergyBlock.from_dict({**measurement.to_dict(), "notes": list(notes)}),
-            window=measurement, windows=list(windows), measured_devices=devices,
+            energy={**measurement.to_dict(), "notes": list(notes)},
+            window=measurement, windows=list(windows), measured_devices=self._provenance(),
             extra={**s.extra, **extra}, environment=self.environment,
             include_hostname=s.include_hostname, cwd=s.cwd or os.getcwd(),
         )  # fmt: skip
