@@ -33,7 +33,7 @@ class CarbonBlock(Block):
     """Emissions of the run (``status`` ``ok``), or why they are not known."""
 
     status: BlockStatus | None = None
-    kg: float | None = None
+    kg: float | None = field(default=None, metadata=REQUIRED)  # null: not known (see status)
     hint: str | None = None
     reason: str | None = None
     intensity_g_per_kwh: float | None = None
@@ -74,7 +74,7 @@ class CostBlock(Block):
     """What the run cost (electricity or instance hours), or why it is not known."""
 
     status: BlockStatus | None = None
-    usd: float | None = None
+    usd: float | None = field(default=None, metadata=REQUIRED)  # null: not known (see status)
     basis: str | None = None
     hint: str | None = None
     reason: str | None = None
