@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from greenml.errors import RunNotFound
+from greenml.errors import RunNotFound, StoreError
 from greenml.measure.measurement import Measurement, Sample
 
 if TYPE_CHECKING:
@@ -88,7 +88,10 @@ class FinishedRun:
 
         Raises:
             KeyError: A key every spool file has is missing.
+            StoreError: The file was written by a newer greenml (a later format).
         """
+        if int(data.get("version", SPOOL_FORMAT)) > SPOOL_FORMAT:
+            raise StoreError(f"spool format {data['version']} is newer than this greenml's")
         run, finish = data["run"], data["finish"]
         return cls(
             run_id=str(run["run_id"]), name=run["name"], command=list(run["command"]),
