@@ -31,6 +31,7 @@ COMMANDS = {
     "plan": "greenml.cli.plan:plan",
     "compress": "greenml.cli.compress:compress",
     "serve": "greenml.cli.serve:serve",
+    "schema": "greenml.cli.schema:schema",
 }
 
 # old name → where the command is now (under `greenml`); hidden, kept for one release

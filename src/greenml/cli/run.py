@@ -216,7 +216,7 @@ def run(
         )
         print(f"greenml: error: run not stored: {result.store_error}{kept}", file=sys.stderr)
     if json_out is not None:
-        record = result.record or _unsaved_record(options, result)
+        record = result.record.to_dict() if result.record else _unsaved_record(options, result)
         json_out.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     exit_like(result.exit_code)
 

@@ -65,25 +65,22 @@ def list_runs(
 def show(db_url: str | None, run_id: str) -> None:
     """One run: what ran, how it ended, energy per component and device."""
     with _open(db_url) as store:
-        record = store.get_record(run_id)
+        typed = store.get_run_record(run_id)
     console = render.console()
-    status = record["status"] + (
-        f" (exit {record['exit_code']})" if record.get("exit_code") is not None else ""
-    )
+    exited = f" (exit {typed.exit_code})" if typed.exit_code is not None else ""
+    duration = typed.duration_s
     lines = [
-        ("id", render.safe(record["id"])),
-        ("name", render.safe(record.get("name") or "")),
-        ("command", render.safe(" ".join(record.get("command") or []))),
-        ("started", record.get("started_at") or ""),
-        (
-            "duration",
-            render.duration(record["duration_s"]) if record.get("duration_s") is not None else "-",
-        ),
-        ("status", status),
-        ("tags", render.safe(", ".join(f"{k}={v}" for k, v in (record.get("tags") or {}).items()))),
+        ("id", render.safe(typed.id)),
+        ("name", render.safe(typed.name or "")),
+        ("command", render.safe(" ".join(typed.command))),
+        ("started", typed.started_at),
+        ("duration", render.duration(duration) if duration is not None else "-"),
+        ("status", typed.status + exited),
+        ("tags", render.safe(", ".join(f"{k}={v}" for k, v in typed.tags.items()))),
     ]
     for label, value in lines:
         console.print(f"[bold]{label:>9}[/bold]  {value}", highlight=False, markup=True)
+    record = typed.to_dict()  # the blocks as renderers take them (kept even if malformed)
     console.print(_energy_table(record.get("energy") or {}))
     carbon, cost = record.get("carbon"), record.get("cost")
     for line in render.carbon_lines(carbon) + render.cost_lines(cost, show_unknown=True):

@@ -24,9 +24,12 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from greenml.errors import LedgerError
+
+if TYPE_CHECKING:
+    from greenml.store.run_record import RunRecord
 
 
 def canonical_json(value: Any) -> bytes:
@@ -49,8 +52,10 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def record_sha256(record: Mapping[str, Any]) -> str:
-    """The SHA-256 of a run record's canonical JSON."""
+def record_sha256(record: RunRecord | Mapping[str, Any]) -> str:
+    """The SHA-256 of a run record's canonical JSON (a typed record: of its ``to_dict()``)."""
+    if not isinstance(record, Mapping):
+        record = record.to_dict()
     return sha256_hex(canonical_json(record))
 
 

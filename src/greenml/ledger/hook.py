@@ -14,17 +14,18 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from greenml.ledger.entry import Entry
     from greenml.store.repository import Store
+    from greenml.store.run_record import RunRecord
 
 log = logging.getLogger("greenml")
 _warned: set[str] = set()
 
 
-def append_run(store_url: str | None, record: Mapping[str, Any]) -> Entry | None:
+def append_run(store_url: str | None, record: RunRecord | Mapping[str, Any]) -> Entry | None:
     """Append a finished run's record to its store's ledger, signed when
     ``GREENML_LEDGER_KEY`` is set; ``None`` when nothing was appended.
 
     A key that cannot be loaded leaves the entry unsigned (with a warning)
-    rather than a hole in the chain.
+    rather than a hole in the chain. A typed record is hashed as its ``to_dict()``.
     """
     try:
         from greenml.ledger.canonical import record_sha256
@@ -35,20 +36,29 @@ def append_run(store_url: str | None, record: Mapping[str, Any]) -> Entry | None
         if path is None:
             return None  # an in-memory store: nothing outlives the process to audit
         digest = record_sha256(record)
-        return append_hash(path, str(record["id"]), digest, _signing_key())
+        return append_hash(path, _run_id(record), digest, _signing_key())
     except Exception as exc:  # the run is stored: the ledger must not cost the user anything
-        _warn("append", f"run {record.get('id')} not added to the ledger: {exc}")
+        _warn("append", f"run {_run_id(record)} not added to the ledger: {exc}")
         return None
 
 
-def append_stored_run(store: Store, run_id: str) -> Entry | None:
-    """Read a just-finished run back from the store and ledger it (see :func:`append_run`)."""
+def append_stored_run(store: Store, run_id: str) -> RunRecord | None:
+    """Read a just-finished run back from the store and ledger it (see :func:`append_run`).
+
+    Returns:
+        The record read and ledgered; ``None`` when it cannot be read (a warning says why).
+    """
     try:
-        record = store.get_record(run_id)
+        record = store.get_run_record(run_id)
     except Exception as exc:
         _warn("append", f"run {run_id} not added to the ledger: its record cannot be read: {exc}")
         return None
-    return append_run(store.url, record)
+    append_run(store.url, record)
+    return record
+
+
+def _run_id(record: RunRecord | Mapping[str, Any]) -> str:
+    return str(record.get("id") if isinstance(record, Mapping) else record.id)
 
 
 def _signing_key() -> Any:

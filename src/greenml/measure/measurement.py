@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 Method = Literal["counter", "power-integrated", "estimated"]
@@ -142,13 +142,32 @@ class Measurement:
         return cls(name, started_at, duration_s, components)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``energy`` block of a run record."""
+        """The ``energy`` block of a run record (:meth:`from_dict` reads it back)."""
         return {
             "total_j": self.total_j,
             "total_kwh": self.total_kwh,
             "uncertainty_rel": self.uncertainty_rel,
             "components": {name: c.to_dict() for name, c in self.components.items()},
         }
+
+    def to_window_dict(self) -> dict[str, Any]:
+        """The whole window as JSON: name, start (Unix s), duration and the energy block.
+
+        The one serialized form of a window, written to the spool and split
+        into the store's ``windows`` columns; :meth:`from_window_dict` reads it.
+        """
+        return {
+            "name": self.name,
+            "started_at": self.started_at.timestamp(),
+            "duration_s": self.duration_s,
+            "energy": self.to_dict(),
+        }
+
+    @classmethod
+    def from_window_dict(cls, data: dict[str, Any]) -> Measurement:
+        """Rebuild a Measurement from :meth:`to_window_dict`."""
+        started = datetime.fromtimestamp(float(data["started_at"]), tz=timezone.utc)
+        return cls.from_dict(str(data["name"]), started, float(data["duration_s"]), data["energy"])
 
 
 def _device_from_dict(d: dict[str, Any]) -> DeviceEnergy:

@@ -15,14 +15,18 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from greenml.errors import GreenmlError
+from greenml.errors import GreenmlError, StoreError
 from greenml.measure.measurement import Measurement, Sample
 from greenml.measure.meter import Meter
 from greenml.store import new_run_id
+
+if TYPE_CHECKING:
+    from greenml.run.persist import FinishedRun
+    from greenml.store.run_record import RunRecord
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ class Recorder:
         wait_for_store: bool = False,
         extra: dict[str, Any] | None = None,
         windows: Sequence[Measurement] = (),
-    ) -> dict[str, Any] | None:
+    ) -> RunRecord | None:
         """Store the final figures; return the run record when it was stored here.
 
         ``notes`` say how figures were obtained when that is not obvious (a
@@ -124,67 +128,65 @@ class Recorder:
         ``windows`` (published by the program, see :mod:`greenml.measure.events`) are
         stored after the run window.
         """
-        energy = {**measurement.to_dict(), "notes": list(notes or [])}
-        final = {"status": status, "exit_code": exit_code, "duration_s": measurement.duration_s,
-                 "ended_at": ended_at, "energy": energy}  # fmt: skip
         with self._lock:
             hand_off = not self._created and not wait_for_store
             self._abandoned = hand_off
         self._stop.set()
         if not hand_off:
-            self._thread.join()
-            if self.error is None:
-                try:
-                    return self._finish_here(measurement, final, extra or {}, windows)
-                except GreenmlError as exc:
-                    self.error = exc
-        self._spool(measurement, final, extra or {}, windows)
+            self._thread.join()  # the environment is captured by now
+        finished = self._finished(
+            measurement, exit_code=exit_code, status=status, ended_at=ended_at,
+            notes=notes or [], extra=extra or {}, windows=windows,
+        )  # fmt: skip
+        if not hand_off and self.error is None:
+            try:
+                return self._finish_here(finished)
+            except GreenmlError as exc:
+                self.error = exc
+        self._spool(finished)
         return None
 
-    def _finish_here(
-        self, measurement: Measurement, final: dict[str, Any], extra: dict[str, Any],
-        windows: Sequence[Measurement],
-    ) -> dict[str, Any]:  # fmt: skip
-        try:
-            self._flush()
-            self._store.add_windows(self.run_id, [measurement, *windows])
-            if extra:
-                self._store.update_extra(self.run_id, extra)
-            self._store.finish_run(self.run_id, **final)
-            record: dict[str, Any] = self._store.get_record(self.run_id)
-            from greenml.ledger.hook import append_run
+    def _finished(
+        self, measurement: Measurement, *, exit_code: int, status: str, ended_at: float,
+        notes: list[str], extra: dict[str, Any], windows: Sequence[Measurement],
+    ) -> FinishedRun:  # fmt: skip
+        """The run as :func:`~greenml.run.persist.persist_run` takes it (samples added later)."""
+        from greenml.run.persist import FinishedRun
 
-            append_run(self._store.url, record)  # never raises: a ledger failure only warns
+        s = self.start
+        return FinishedRun(
+            run_id=self.run_id, name=s.name, command=s.command, tags=s.tags,
+            started_at=s.started_at, pid=s.pid, hostname=s.hostname, status=status,
+            exit_code=exit_code, duration_s=measurement.duration_s, ended_at=ended_at,
+            energy={**measurement.to_dict(), "notes": list(notes)},
+            window=measurement, windows=list(windows), measured_devices=self._provenance(),
+            extra={**s.extra, **extra}, environment=self.environment,
+            include_hostname=s.include_hostname, cwd=s.cwd or os.getcwd(),
+        )  # fmt: skip
+
+    def _finish_here(self, finished: FinishedRun) -> RunRecord | None:
+        """Store the run through the open store; a record that cannot be read back is an error
+        kept in ``self.error`` (the run is stored: it is not spooled again)."""
+        from greenml.run.persist import persist_run
+
+        try:
+            self._flush()  # the samples since the last flush
+            record = persist_run(self._store, finished)
+            if record is None:
+                self.error = StoreError(f"run {self.run_id} is stored but cannot be read back")
             return record
         finally:
             self._store.close()
 
-    def _spool(
-        self, measurement: Measurement, final: dict[str, Any], extra: dict[str, Any],
-        windows: Sequence[Measurement] = (),
-    ) -> None:  # fmt: skip
+    def _spool(self, finished: FinishedRun) -> None:
+        from dataclasses import replace
+
         from greenml.run.spool import start_ingester, write_spool
         from greenml.store.url import resolve_url
 
-        s = self.start
         samples = [*self._unsaved, *self._meter.drain_samples()]
-        payload = {
-            "version": 1,
-            "db_url": resolve_url(s.db_url),
-            "run": {"run_id": self.run_id, "name": s.name, "command": s.command, "tags": s.tags,
-                    "started_at": s.started_at, "pid": s.pid, "hostname": s.hostname},
-            "include_hostname": s.include_hostname,
-            "cwd": s.cwd or os.getcwd(),
-            "environment": self.environment,
-            "measured_devices": self._provenance(),
-            "samples": [list(asdict(x).values()) for x in samples],
-            "window": {"name": measurement.name, "started_at": measurement.started_at.timestamp(),
-                       "duration_s": measurement.duration_s, "energy": measurement.to_dict()},
-            "windows": [{"name": w.name, "started_at": w.started_at.timestamp(),
-                         "duration_s": w.duration_s, "energy": w.to_dict()} for w in windows],
-            "finish": final,
-            "extra": extra,
-        }  # fmt: skip
+        payload = {"db_url": resolve_url(self.start.db_url),
+                   **replace(finished, samples=samples).to_dict()}  # fmt: skip
         try:
             self.spooled = write_spool(payload)
         except GreenmlError as exc:

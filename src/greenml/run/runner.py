@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from greenml.accounting.run_accounting import (
     Accounting,
@@ -25,6 +25,9 @@ from greenml.measure.meter import Meter
 from greenml.run.process import Child, run_status
 from greenml.run.projection import ProgressTracker, Projection
 from greenml.run.recorder import Recorder, RunStart
+
+if TYPE_CHECKING:
+    from greenml.store.run_record import RunRecord
 
 RUN_WINDOW = "run"
 log = logging.getLogger("greenml")
@@ -55,7 +58,7 @@ class RunResult:
     exit_code: int
     run_id: str
     measurement: Measurement
-    record: dict[str, Any] | None  # None when the run went to the spool
+    record: RunRecord | None  # None when the run went to the spool
     notes: list[str]
     store_error: str | None
     spooled: Path | None

@@ -1,5 +1,8 @@
 """Runs written to a spool file when the store could not take them in time.
 
+A spool file is a :class:`~greenml.run.persist.FinishedRun` as JSON, plus the
+``db_url`` it is meant for.
+
 A command that ends before the store is open (SQLAlchemy takes ~0.3 s to
 import) should not wait for it, and a store that is down should not lose a
 run. Such a run is written atomically to ``<user data dir>/spool/<id>.json``
@@ -19,12 +22,10 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import GreenmlError, StoreError
-from greenml.measure.measurement import Measurement, Sample
 
 if TYPE_CHECKING:
     from greenml.store.repository import Store
@@ -128,47 +129,12 @@ def ingest_file(store: Store, claimed: Path) -> None:
 
 
 def ingest(store: Store, payload: dict[str, Any]) -> str:
-    """Write one spooled run into the store (its environment is captured here)."""
-    from greenml.run.environment import capture_environment
+    """Store one spooled run (see :func:`greenml.run.persist.persist_run`); its id."""
+    from greenml.run.persist import FinishedRun, persist_run
 
-    run = payload["run"]
-    existing = _existing(store, run["run_id"])
-    if existing is None:
-        store.create_run(**run)
-    extra = {"measured_devices": payload.get("measured_devices", {}), **payload.get("extra", {})}
-    store.update_extra(run["run_id"], extra)
-    env = payload.get("environment") or capture_environment(
-        include_hostname=payload.get("include_hostname", True), cwd=payload.get("cwd")
-    )
-    store.set_environment(run["run_id"], env)
-    store.add_samples(run["run_id"], [Sample(*s) for s in payload.get("samples", [])])
-    window = payload["window"]
-    started = datetime.fromtimestamp(window["started_at"], tz=timezone.utc)
-    measurement = Measurement.from_dict(
-        window["name"], started, window["duration_s"], window["energy"]
-    )
-    others = [
-        Measurement.from_dict(
-            w["name"], datetime.fromtimestamp(w["started_at"], tz=timezone.utc),
-            w["duration_s"], w["energy"],
-        )
-        for w in payload.get("windows", [])  # published by the program (greenml.measure.events)
-    ]  # fmt: skip
-    store.add_windows(run["run_id"], [measurement, *others])
-    store.finish_run(run["run_id"], **payload["finish"])
-    from greenml.ledger.hook import append_stored_run
-
-    append_stored_run(store, run["run_id"])  # never raises: a ledger failure only warns
-    return str(run["run_id"])
-
-
-def _existing(store: Store, run_id: str) -> str | None:
-    from greenml.errors import RunNotFound
-
-    try:
-        return store.resolve_id(run_id)
-    except RunNotFound:
-        return None
+    finished = FinishedRun.from_dict(payload)
+    persist_run(store, finished)  # never raises after the run is stored: the ledger only warns
+    return finished.run_id
 
 
 def _is_spool_file(path: Path) -> bool:

@@ -262,9 +262,10 @@ def previous_duration(name: str, db_url: str | None) -> tuple[float, str] | None
     try:
         for row in store.list_runs(limit=50, name=name):
             if row.get("status") == "completed" and row.get("duration_s"):
-                record = store.get_record(row["id"])
-                executed = (record.get("schedule") or {}).get("executed") or {}
-                seconds = float(row["duration_s"]) - float(executed.get("paused_s") or 0.0)
+                schedule = store.get_run_record(row["id"]).schedule
+                executed = schedule.executed if schedule is not None else None
+                paused_s = executed.paused_s if executed is not None else None
+                seconds = float(row["duration_s"]) - (paused_s or 0.0)
                 return seconds, f"from the previous run {row['id']} named {name!r}"
     finally:
         store.close()

@@ -1,7 +1,7 @@
 """The run record: the JSON-ready dict a stored run reads back as.
 
 Pure functions over plain mappings (no SQLAlchemy), shared by the repository,
-reports and exporters.
+reports and exporters. The record's types are in :mod:`greenml.store.run_record`.
 """
 
 from __future__ import annotations
@@ -34,11 +34,12 @@ RUNNING_NOTE = "run still in progress; energy integrated from flushed samples"
 
 CORE_KEYS = frozenset(
     {
-        "id", "name", "command", "tags", "started_at", "ended_at", "duration_s",
-        "exit_code", "status", "energy", "environment", "windows",
+        "schema_version", "id", "name", "command", "tags", "started_at", "ended_at",
+        "duration_s", "exit_code", "status", "energy", "environment", "windows",
     }
 )  # fmt: skip
-"""Keys of every record; ``extra`` keys may not shadow them."""
+"""Keys of every record (``schema_version`` since version 2); ``extra`` keys may not
+shadow them."""
 
 Row = Mapping[Any, Any]
 """A database row as a mapping (SQLAlchemy ``RowMapping`` or a plain dict)."""
@@ -202,7 +203,7 @@ def build_record(
         "environment": loads(row["environment"], {}, f"environment of run {run_id}"),
         "windows": [window_summary(w) for w in windows],
     }
-    for key, value in extra.items():
+    for key, value in extra.items():  # schema_version (absent: version 1), carbon, cost ...
         record.setdefault(key, value)
     return record
 

@@ -25,6 +25,7 @@ from greenml.store.rows import (
     window_dict,
     window_row,
 )
+from greenml.store.run_record import RECORD_SCHEMA_VERSION, RunRecord
 from greenml.store.schema import (
     FINAL_STATUSES,
     advisor_state,
@@ -121,7 +122,7 @@ class Store:
                     heartbeat_at=_now(),
                     pid=int(pid),
                     hostname=hostname,
-                    extra="{}",
+                    extra=dumps({"schema_version": RECORD_SCHEMA_VERSION}),
                 )
             )
         return run_id
@@ -273,7 +274,18 @@ class Store:
         return str(found[0])
 
     def get_record(self, id_or_prefix: str) -> dict[str, Any]:
-        """The run record of the run whose id is or starts with ``id_or_prefix``.
+        """The run record (JSON-ready) of the run whose id is or starts with ``id_or_prefix``.
+
+        The dict of :meth:`get_run_record`, exactly as the run was stored.
+
+        Raises:
+            RunNotFound: No run matches.
+            StoreError: Several runs match, or the database cannot be read.
+        """
+        return self.get_run_record(id_or_prefix).to_dict()
+
+    def get_run_record(self, id_or_prefix: str) -> RunRecord:
+        """The typed run record of the run whose id is or starts with ``id_or_prefix``.
 
         Raises:
             RunNotFound: No run matches.
@@ -284,9 +296,10 @@ class Store:
             row = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().one()
             window_rows = self._window_rows(conn, run_id)
             sample_rows = self._sample_rows(conn, run_id) if row["energy"] is None else None
-            return rec.build_record(
+            record = rec.build_record(
                 row, window_rows, sample_rows, now=_now(), hostname=self._hostname
             )
+        return RunRecord.from_dict(record)
 
     def list_runs(
         self, limit: int = 20, name: str | None = None, tag: dict[str, str] | None = None

@@ -49,14 +49,15 @@ def sample_dict(r: Row) -> dict[str, Any]:
 
 
 def window_row(run_id: str, m: Measurement) -> dict[str, Any]:
-    """A ``windows`` row: the summary columns plus the full ``Measurement.to_dict()``."""
+    """A ``windows`` row: ``Measurement.to_window_dict()`` in columns, the energy block as JSON."""
+    window = m.to_window_dict()
     return {
         "run_id": run_id,
-        "name": m.name,
-        "started_at": m.started_at.timestamp(),
-        "duration_s": float(m.duration_s),
+        "name": window["name"],
+        "started_at": window["started_at"],
+        "duration_s": float(window["duration_s"]),
         "energy_j": float(m.total_j),
-        "measurement": dumps(m.to_dict()),
+        "measurement": dumps(window["energy"]),
     }
 
 

@@ -1,0 +1,210 @@
+"""The optional blocks of a run record: carbon, cost, progress, schedule, device provenance.
+
+Each block is written by one part of greenml (accounting, the progress
+tracker, ``greenml run --when green``, the recorder); see
+:mod:`greenml.store.run_record` for the record itself and
+:mod:`greenml.store.codec` for how blocks read and write JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from greenml.store.codec import REQUIRED, Block, meta
+
+Method = Literal["counter", "power-integrated", "estimated"]
+BlockStatus = Literal["ok", "unknown", "unavailable"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceProvenance(Block):
+    """How one device is measured, stored when the run starts (``measured_devices``)."""
+
+    component: str | None = None
+    name: str | None = None
+    method: Method | None = None
+    uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    note: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CarbonBlock(Block):
+    """Emissions of the run (``status`` ``ok``), or why they are not known."""
+
+    status: BlockStatus | None = None
+    kg: float | None = field(default=None, metadata=REQUIRED)  # null: not known (see status)
+    hint: str | None = None
+    reason: str | None = None
+    intensity_g_per_kwh: float | None = None
+    source: str | None = None
+    kind: str | None = None
+    scope: str | None = None
+    resolution: str | None = None
+    pue: float | None = None
+    pue_source: str | None = None
+    it_energy_kwh: float | None = None
+    facility_energy_kwh: float | None = None
+    method: str | None = None
+    uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    intensity_uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    intensity_series: list[list[float]] | None = None
+    location: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceCost(Block):
+    """The cloud instance's hours at its list price (``cost.instance``)."""
+
+    usd: float | None = None
+    hours: float | None = None
+    usd_per_h: float | None = None
+    pricing: str | None = None
+    provider: str | None = None
+    instance_type: str | None = None
+    region: str | None = None
+    source: str | None = None
+    date: str | None = None
+    table: str | None = None
+    method: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CostBlock(Block):
+    """What the run cost (electricity or instance hours), or why it is not known."""
+
+    status: BlockStatus | None = None
+    usd: float | None = field(default=None, metadata=REQUIRED)  # null: not known (see status)
+    basis: str | None = None
+    hint: str | None = None
+    reason: str | None = None
+    usd_per_kwh_effective: float | None = None
+    source: str | None = None
+    method: str | None = None
+    pue: float | None = None
+    pue_source: str | None = None
+    it_energy_kwh: float | None = None
+    facility_energy_kwh: float | None = None
+    uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    instance: InstanceCost | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Interval(Block):
+    """A projected total and its prediction interval (no bounds: too few steps)."""
+
+    value: float = field(default=0.0, metadata=REQUIRED)
+    low: float | None = field(default=None, metadata=REQUIRED)
+    high: float | None = field(default=None, metadata=REQUIRED)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProjectionBlock(Block):
+    """The last projection of the run's totals from its progress reports."""
+
+    step: float = field(default=0.0, metadata=REQUIRED)
+    total: float = field(default=0.0, metadata=REQUIRED)
+    fraction: float = field(default=0.0, metadata=REQUIRED)
+    elapsed_s: float = field(default=0.0, metadata=REQUIRED)
+    energy_j: float = field(default=0.0, metadata=REQUIRED)
+    duration_s: Interval = field(default_factory=Interval, metadata=REQUIRED)
+    total_energy_j: Interval = field(default_factory=Interval, metadata=REQUIRED)
+    eta_unix_s: float = field(default=0.0, metadata=REQUIRED)
+    increments_used: int = field(default=0, metadata=REQUIRED)
+    confidence: float = field(default=0.0, metadata=REQUIRED)
+    co2_g: Interval | None = None
+    cost_usd: Interval | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProgressBlock(Block):
+    """What the program reported with ``greenml.progress`` (``progress``)."""
+
+    step: float = field(default=0.0, metadata=REQUIRED)
+    total: float | None = field(default=None, metadata=REQUIRED)
+    reports: int = field(default=0, metadata=REQUIRED)
+    rank: int = field(default=0, metadata=REQUIRED)
+    projection: ProjectionBlock | None = field(default=None, metadata=REQUIRED)
+    windows_from_events: int = field(default=0, metadata=REQUIRED)
+    windows_dropped: int = field(default=0, metadata=REQUIRED)
+    bad_event_lines: int = field(default=0, metadata=REQUIRED)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleChunk(Block):
+    """One planned piece of a run: from ``start`` to ``end`` (ISO 8601) in ``location``."""
+
+    start: str = field(default="", metadata=REQUIRED)
+    end: str = field(default="", metadata=REQUIRED)
+    location: str = field(default="", metadata=REQUIRED)
+    duration_s: float = field(default=0.0, metadata=REQUIRED)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleOption(Block):
+    """The best placement found in one allowed location."""
+
+    location: str = field(default="", metadata=REQUIRED)
+    start: str | None = field(default=None, metadata=REQUIRED)
+    mean_intensity_g_per_kwh: float | None = None
+    mean_price_usd_per_mwh: float | None = None
+    forecast_source: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleExecuted(Block):
+    """What ``greenml run --when green`` carried out: the wait and the pauses taken."""
+
+    waited_s: float = field(default=0.0, metadata=REQUIRED)
+    started_at_s: float = field(default=0.0, metadata=REQUIRED)
+    planned_pauses: list[list[float]] | None = None
+    pauses: list[list[float]] | None = None
+    paused_s: float | None = None
+    abandoned: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleBlock(Block):
+    """The green-hours plan a run followed, and what was carried out (``schedule``)."""
+
+    chunks: list[ScheduleChunk] = field(default_factory=list)
+    start: str | None = None
+    expected_g: float | None = None
+    mean_intensity_g_per_kwh: float | None = None
+    baseline_mean_intensity_g_per_kwh: float | None = None
+    saving_pct: float | None = None
+    saving_pct_interval: list[float] | None = None
+    forecast_source: str | None = None
+    location: str | None = None
+    baseline_location: str | None = None
+    baseline_forecast_source: str | None = None
+    baseline_start: str | None = None
+    baseline_g: float | None = None
+    energy_kwh: float | None = None
+    mean_price_usd_per_mwh: float | None = None
+    baseline_mean_price_usd_per_mwh: float | None = None
+    expected_usd: float | None = None
+    baseline_usd: float | None = None
+    cost_change_pct: float | None = None
+    price_source: str | None = None
+    objective: str | None = None
+    uncertainty: str | None = None
+    interval_level: float | None = None
+    options: list[ScheduleOption] | None = None
+    notes: list[str] | None = None
+    duration_s: float | None = None
+    duration_source: str | None = None
+    interruptible: bool | None = None
+    deadline: str | None = None
+    wait_notes: list[str] | None = None
+    executed: ScheduleExecuted | None = None
+
+
+EXTRA_BLOCKS: dict[str, Any] = {
+    "measured_devices": dict[str, DeviceProvenance],
+    "carbon": CarbonBlock,
+    "cost": CostBlock,
+    "progress": ProgressBlock,
+    "schedule": ScheduleBlock,
+}
+"""The record keys outside the core that greenml itself writes, and their types."""
