@@ -302,3 +302,23 @@ def test_closed_standard_streams_neither_crash_greenml_nor_reach_the_command_ope
     fd = {">&-": 1, "2>&-": 2, "<&-": 0}[redirect]
     assert probe.read_text().split(",")[fd] == "0"  # closed in the command too
     assert newest_run(db)["status"] == "failed"
+
+
+def test_a_failure_after_the_command_started_keeps_its_exit_code_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Whatever breaks inside greenml once the command runs, the command finishes, its
+    exit code comes back, and greenml says the run was not measured: no traceback."""
+    from greenml.run import runner
+
+    def broken_meter(*args: object, **kwargs: object) -> None:
+        raise OverflowError("math range error")
+
+    monkeypatch.setattr(runner, "Meter", broken_meter)
+    script = "import time; time.sleep(0.2); raise SystemExit(5)"
+    options = runner.RunOptions(command=[PY, "-c", script], db_url=str(tmp_path / "runs.db"))
+    result = runner.run_measured(options)
+    assert result.exit_code == 5
+    assert result.record is None and result.store_error is not None
+    assert "OverflowError" in result.store_error
+    assert "the command runs on unmeasured" in capsys.readouterr().err

@@ -164,8 +164,6 @@ def run(
     from greenml.run.process import exit_like
     from greenml.run.runner import RunOptions, parse_tags, run_measured
 
-    if json_out is not None and not json_out.resolve().parent.is_dir():
-        raise click.BadParameter(f"directory of {json_out} does not exist", param_hint="--json-out")
     options = RunOptions(
         command=command,
         name=name,
@@ -177,6 +175,7 @@ def run(
         sample_hz=sample_hz,
         include_hostname=not no_hostname,
         wait_for_store=json_out is not None,
+        json_out=json_out,
         accounting=AccountingOptions(**accounting),
     )
     green = None

@@ -9,6 +9,7 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from greenml.errors import ConfigError
 from greenml.measure.events import ENV_VAR
 from greenml.measure.measurement import Measurement
 from greenml.measure.meter import Meter
+from greenml.run.preflight import check_run_inputs, storable_arg
 from greenml.run.process import Child, run_status
 from greenml.run.projection import ProgressTracker, Projection
 from greenml.run.recorder import Recorder, RunStart
@@ -47,6 +49,7 @@ class RunOptions:
     sample_hz: float = 1.0
     include_hostname: bool = True
     wait_for_store: bool = False  # True: store the run before returning (needed for its record)
+    json_out: Path | None = None  # where the CLI writes the record: checked before the start
     accounting: AccountingOptions | None = None  # location, PUE, prices, instance
     extra: Callable[[], dict[str, Any]] | None = None  # more record blocks, asked for at the end
 
@@ -92,13 +95,27 @@ def run_measured(
         raise ConfigError("no command given: use greenml run [OPTIONS] -- COMMAND [ARGS]...")
     if options.sample_hz <= 0 or options.sample_hz > 100:
         raise ConfigError(f"--sample-hz must be in (0, 100], got {options.sample_hz}")
-    _preflight_store(options.db_url)
+    check_run_inputs(name=options.name, tags=options.tags, db_url=options.db_url,
+                     json_out=options.json_out)  # fmt: skip
     accounting = prepare_accounting(options.accounting)
     started_at = time.time()
     events_path = _events_file()
     g_per_kwh, usd_per_kwh = _static_rates(options.accounting)
     tracker = ProgressTracker(events_path, started_at, g_per_kwh=g_per_kwh, usd_per_kwh=usd_per_kwh)
     child = Child(options.command, env={**os.environ, ENV_VAR: events_path})
+    try:
+        return _measure(child, options, accounting, tracker, started_at, events_path,
+                        on_tick, on_progress)  # fmt: skip
+    except Exception as exc:  # the command runs: greenml must not end in a traceback
+        return _unmeasured(child, options, started_at, events_path, exc)
+
+
+def _measure(
+    child: Child, options: RunOptions, accounting: Any, tracker: ProgressTracker,
+    started_at: float, events_path: str,
+    on_tick: Callable[[Meter], None] | None, on_progress: Callable[[Projection], None] | None,
+) -> RunResult:  # fmt: skip
+    """Measure the running child until it ends, then account and store the run."""
     try:
         meter = Meter(
             gpus=options.gpus,
@@ -112,7 +129,7 @@ def run_measured(
         recorder = Recorder(
             RunStart(
                 name=options.name,
-                command=list(options.command),
+                command=[storable_arg(a) for a in options.command],
                 tags=dict(options.tags),
                 started_at=started_at,
                 pid=os.getpid(),
@@ -169,6 +186,35 @@ def run_measured(
     )
 
 
+def _unmeasured(
+    child: Child, options: RunOptions, started_at: float, events_path: str, exc: Exception
+) -> RunResult:
+    """greenml failed while the command ran: let the command finish, keep its exit code,
+    and say loudly that this run was not measured (nothing is stored)."""
+    import sys
+    import traceback
+
+    log.debug("greenml: measurement failed:\n%s", traceback.format_exc())
+    print(f"greenml: error: measuring failed ({exc!r}); the command runs on unmeasured "
+          "and this run is not stored", file=sys.stderr)  # fmt: skip
+    child.restore_signals()
+    while True:
+        try:
+            code = child.proc.wait()
+            break
+        except KeyboardInterrupt:  # Ctrl-C reached the command too: wait for it to end
+            continue
+    _remove(events_path)
+    now = time.time()
+    empty = Measurement(RUN_WINDOW, datetime.fromtimestamp(started_at, tz=timezone.utc),
+                        now - started_at)  # fmt: skip
+    return RunResult(
+        exit_code=code, run_id="-", measurement=empty, record=None,
+        notes=[f"not measured: {exc!r}"], store_error=f"greenml failed while measuring: {exc!r}",
+        spooled=None, forwarded_signals=child.forwarded,
+    )  # fmt: skip
+
+
 def _events_file() -> str:
     """A fresh, empty file for the child's events (see :mod:`greenml.measure.events`)."""
     import tempfile
@@ -219,32 +265,3 @@ def _account(
         log.warning("greenml: carbon and cost not computed: %r", exc)
         reason = f"accounting failed: {exc!r}"
         return {"carbon": unavailable("kg", reason), "cost": unavailable("usd", reason)}
-
-
-def _preflight_store(db_url: str | None) -> None:
-    """Refuse to start when the SQLite database is clearly unusable (cheap checks only)."""
-    from greenml.store.url import resolve_url, sqlite_path
-
-    path = sqlite_path(resolve_url(db_url))
-    if path is None:
-        return  # a server database: checked when it is opened, while the command runs
-    if path.exists():
-        if not os.access(path, os.R_OK | os.W_OK):
-            raise ConfigError(f"database {path} is not readable and writable")
-        with path.open("rb") as handle:
-            header = handle.read(16)
-        if header and header != b"SQLite format 3\x00":
-            raise ConfigError(f"database {path} is not a SQLite database (corrupt or another file)")
-    else:
-        parent = _existing_ancestor(path)
-        if not parent.is_dir() or not os.access(parent, os.W_OK):
-            raise ConfigError(
-                f"cannot create database {path}: {parent} is not a writable directory"
-            )
-
-
-def _existing_ancestor(path: Path) -> Path:
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    return parent
