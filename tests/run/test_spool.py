@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from greenml.run.spool import claim, ingest_pending, main, write_spool
+from greenml.run.spool import claimed_file, ingest_pending, main, write_spool
 from greenml.store import open_store
 from greenml.store.url import resolve_url
 
@@ -101,13 +101,84 @@ def test_a_claim_of_a_dead_process_is_taken_over(tmp_path: Path, spool: Path) ->
 def test_a_live_claim_is_waited_for_not_taken(tmp_path: Path, spool: Path) -> None:
     db = tmp_path / "runs.db"
     path = write_spool(payload(db))
-    held = claim(path)
-    assert held is not None and held.name.endswith(f".{os.getpid()}.claim")
-    assert claim(held) is None  # a live process (this one) holds it
+    with claimed_file(path) as held:
+        assert held is not None and held.name.endswith(f".{os.getpid()}.claim")
+        with claimed_file(held) as again:
+            assert again is None  # locked by a live holder (this one)
+        started = time.monotonic()
+        with open_store(str(db)) as store:
+            assert ingest_pending(store, str(db), wait_s=0.3) == 0
+        assert time.monotonic() - started >= 0.3
+
+
+def test_a_stale_claim_whose_pid_was_reused_is_taken_over_at_once(
+    tmp_path: Path, spool: Path
+) -> None:
+    """The claim names a pid that is alive again (here: this very process), but nobody
+    holds its lock: a reader takes it over without waiting."""
+    db = tmp_path / "runs.db"
+    path = write_spool(payload(db))
+    stale = path.with_name(f"{path.name}.{os.getpid()}.claim")
+    os.rename(path, stale)
     started = time.monotonic()
     with open_store(str(db)) as store:
-        assert ingest_pending(store, str(db), wait_s=0.3) == 0
-    assert time.monotonic() - started >= 0.3
+        assert ingest_pending(store, str(db), wait_s=10.0) == 1
+    assert time.monotonic() - started < 5.0
+
+
+def test_a_file_the_store_refuses_is_quarantined_and_blocks_nothing(
+    tmp_path: Path, spool: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "runs.db"
+    bad = payload(db, run_id="badbadbadbad")
+    bad["run"] = {**bad["run"], "name": "arg\udcff"}  # type: ignore[dict-item]
+    write_spool(bad)
+    write_spool(payload(db))
+    with open_store(str(db)) as store:
+        assert ingest_pending(store, str(db)) == 1  # the good run
+        assert ingest_pending(store, str(db)) == 0  # nothing left to block a reader
+        assert [r["id"] for r in store.list_runs()] == ["abcdef012345"]
+    kept = spool / "quarantine" / "badbadbadbad.json"
+    assert kept.exists() and kept.with_suffix(".reason.txt").read_text().strip()
+    assert sum("moved to" in r.getMessage() for r in caplog.records) == 1
+    listed = subprocess.run([sys.executable, "-m", "greenml", "runs", "list", "--db", str(db)],
+                            capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "GREENML_SPOOL_DIR": str(spool)})  # fmt: skip
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr
+
+
+def test_no_password_in_a_spool_file_and_the_files_are_private(
+    tmp_path: Path, spool: Path
+) -> None:
+    data = payload(tmp_path / "x.db")
+    data["db_url"] = "postgresql+psycopg://u:s3cret@127.0.0.1:1/test"
+    path = write_spool(data)
+    text = path.read_text()
+    assert "s3cret" not in text and "postgresql+psycopg://u@127.0.0.1:1/test" in text
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert spool.stat().st_mode & 0o777 == 0o700
+
+
+def test_an_unwritable_spool_falls_back_to_the_temp_dir_loudly_and_leaves_no_partial_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import tempfile
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("GREENML_SPOOL_DIR", str(blocked / "spool"))  # cannot be a folder
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    path = write_spool(payload(tmp_path / "runs.db"))
+    assert path.parent == tmp_path / "tmp" / f"greenml-spool-{os.getuid()}"
+    assert any("waits in" in r.getMessage() for r in caplog.records)
+    with open_store(str(tmp_path / "runs.db")) as store:  # readers look there too
+        assert ingest_pending(store, str(tmp_path / "runs.db")) == 1
+    broken = payload(tmp_path / "runs.db", run_id="0123456789ab")
+    broken["finish"] = {**broken["finish"], "duration_s": float("nan")}  # type: ignore[dict-item]
+    with pytest.raises(ValueError):
+        write_spool(broken)
+    assert [p.name for p in path.parent.iterdir()] == []  # no .tmp file left behind
 
 
 def test_greenml_run_is_visible_right_after_it_returns(tmp_path: Path) -> None:

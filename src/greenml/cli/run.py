@@ -208,16 +208,30 @@ def run(
         if green is not None:
             green.summarize()
     if result.store_error:
-        kept = (
-            f"; kept in {result.spooled}, stored when the database answers"
-            if result.spooled
-            else ""
-        )
-        print(f"greenml: error: run not stored: {result.store_error}{kept}", file=sys.stderr)
+        _say_where_the_run_is(options, result)
     if json_out is not None:
         record = result.record.to_dict() if result.record else _unsaved_record(options, result)
-        json_out.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+        try:
+            json_out.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+        except OSError as exc:
+            print(f"greenml: error: --json-out {json_out} not written: {exc.strerror or exc}",
+                  file=sys.stderr)  # fmt: skip
     exit_like(result.exit_code)
+
+
+def _say_where_the_run_is(options: RunOptions, result: RunResult) -> None:
+    """A run the store did not take: where it waits and what stores it, or, when it could
+    be written nowhere, the record itself on stderr so that it is not lost."""
+    print(f"greenml: error: run not stored: {result.store_error}", file=sys.stderr)
+    if result.spooled is not None:
+        db = f" --db {options.db_url}" if options.db_url else ""
+        print(f"greenml: the run waits in {result.spooled}; it is stored as soon as the "
+              f"database answers, by the next `greenml runs list{db}` (or any command "
+              "that reads this store)", file=sys.stderr)  # fmt: skip
+    elif result.run_id != "-":
+        record = json.dumps(_unsaved_record(options, result), ensure_ascii=False, default=str)
+        print(f"greenml: the run could be written nowhere; its record:\n{record}",
+              file=sys.stderr)  # fmt: skip
 
 
 class _LiveLine:

@@ -192,4 +192,4 @@ class Recorder:
         except GreenmlError as exc:
             self.error = self.error or exc
             return
-        start_ingester(self.spooled)
+        start_ingester(self.spooled, payload["db_url"])

@@ -1,27 +1,38 @@
 """Runs written to a spool file when the store could not take them in time.
 
 A spool file is a :class:`~greenml.run.persist.FinishedRun` as JSON, plus the
-``db_url`` it is meant for.
+``db_url`` it is meant for, **without its password**: the detached writer gets
+the full URL in its environment (private to the user), and a reader brings its
+own. Folders are 0700 and files 0600.
 
 A command that ends before the store is open (SQLAlchemy takes ~0.3 s to
 import) should not wait for it, and a store that is down should not lose a
 run. Such a run is written atomically to ``<user data dir>/spool/<id>.json``
-and a detached ``python -m greenml.run.spool FILE`` stores it. Readers
-(``greenml runs ...``) ingest whatever is still pending for their database
-first, so a run is visible as soon as ``greenml run`` has returned.
+(or, when that disk is full or unwritable, to a private folder in the temp
+dir, said loudly) and a detached ``python -m greenml.run.spool FILE`` stores
+it. Readers (``greenml runs ...``) ingest whatever is still pending for their
+database first, so a run is visible as soon as ``greenml run`` has returned.
 
-A file is claimed by renaming it to ``<id>.json.<pid>.claim``; a claim whose
-process is gone is taken over. Importing this module does not import SQLAlchemy.
+A file is claimed with an exclusive ``flock`` on it, then renamed to
+``<id>.json.<pid>.claim``: a claim whose lock can be taken belongs to a
+process that is gone (whatever its pid now names), and is taken over. A file
+the store refuses (its data, not an outage) is moved to ``quarantine/`` with
+the reason beside it and reported once: it never blocks the other runs.
+Importing this module does not import SQLAlchemy.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import logging
 import os
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +42,11 @@ if TYPE_CHECKING:
     from greenml.store.repository import Store
 
 SPOOL_ENV = "GREENML_SPOOL_DIR"
+URL_ENV = "GREENML_SPOOL_DB_URL"
+"""The full database URL, handed to the detached writer in its environment only."""
+QUARANTINE = "quarantine"
 _CLAIM = ".claim"
+log = logging.getLogger("greenml")
 
 
 def spool_dir() -> Path:
@@ -44,88 +59,180 @@ def spool_dir() -> Path:
     return Path(platformdirs.user_data_dir("greenml")) / "spool"
 
 
+def fallback_spool_dir() -> Path:
+    """A private spool in the temp dir, for when the usual one cannot be written."""
+    return Path(tempfile.gettempdir()) / f"greenml-spool-{os.getuid()}"
+
+
+def spool_dirs() -> list[Path]:
+    """Where pending runs may wait: the spool, then the fallback."""
+    return [spool_dir(), fallback_spool_dir()]
+
+
+def public_url(url: str) -> str:
+    """``url`` without its password: what a spool file may hold."""
+    from greenml.store.url import without_password
+
+    return without_password(url)
+
+
 def write_spool(payload: dict[str, Any]) -> Path:
-    """Write a run payload atomically (temporary file, fsync, rename)."""
-    folder = spool_dir()
+    """Write a run payload atomically (temporary file, fsync, rename), privately.
+
+    Tries the spool, then the fallback in the temp dir (with a warning); a
+    failed attempt leaves no file behind.
+
+    Raises:
+        StoreError: Neither place could take it (both reasons given).
+    """
+    safe = {**payload, "db_url": public_url(str(payload["db_url"]))}
+    reasons = []
+    for number, folder in enumerate(spool_dirs()):
+        try:
+            path = _write_atomically(folder, f"{safe['run']['run_id']}.json", safe)
+        except OSError as exc:
+            reasons.append(f"{folder}: {exc.strerror or exc}")
+            continue
+        if number:
+            log.warning("greenml: the spool %s could not be written (%s); the run waits in %s",
+                        spool_dir(), reasons[0], path)  # fmt: skip
+        return path
+    raise StoreError(f"cannot write the run to a spool: {'; '.join(reasons)}")
+
+
+def _write_atomically(folder: Path, name: str, payload: dict[str, Any]) -> Path:
+    private_folder(folder)
+    final = folder / name
+    tmp = folder / f".{name}.tmp{os.getpid()}"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        final = folder / f"{payload['run']['run_id']}.json"
-        tmp = final.with_suffix(f".tmp{os.getpid()}")
-        with tmp.open("w", encoding="utf-8") as handle:
-            json.dump(payload, handle)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(payload, handle, allow_nan=False)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, final)
-    except OSError as exc:
-        raise StoreError(f"cannot write the run to the spool {folder}: {exc.strerror}") from exc
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError):
+            tmp.unlink()  # never a partial file
+        raise
     return final
 
 
-def start_ingester(path: Path) -> None:
+def private_folder(folder: Path) -> None:
+    """Create ``folder`` (and its parents) for this user only (0700)."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        os.chmod(folder, 0o700)
+
+
+def start_ingester(path: Path, db_url: str) -> None:
     """Store a spooled run from a detached process that outlives this one."""
     subprocess.Popen(
         [sys.executable, "-m", "greenml.run.spool", str(path)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, close_fds=True,
+        start_new_session=True, close_fds=True, env={**os.environ, URL_ENV: db_url},
     )  # fmt: skip
 
 
 def ingest_pending(store: Store, db_url: str, wait_s: float = 10.0) -> int:
     """Store every spooled run meant for ``db_url``; wait for ones being stored elsewhere.
 
+    A file the store refuses is quarantined (see :func:`quarantine`); an outage
+    of the store itself raises, and leaves the files for later.
+
     Returns:
         How many runs this call stored.
+
+    Raises:
+        StoreError: The store does not answer.
     """
     from greenml.store.url import resolve_url
 
-    target = resolve_url(db_url or None)
-    folder = spool_dir()
-    if not folder.is_dir():
-        return 0
+    target = public_url(resolve_url(db_url or None))
     stored = 0
     deadline = time.monotonic() + wait_s
     while True:
         busy = False
-        for path in sorted(folder.iterdir()):
-            if not _is_spool_file(path) or _target_of(path) != target:
-                continue
-            claimed = claim(path)
-            if claimed is None:
-                busy = True  # a live process is storing it right now
-                continue
-            ingest_file(store, claimed)
-            stored += 1
+        for path in _pending(target):
+            with claimed_file(path) as claimed:
+                if claimed is None:
+                    busy = True  # a live process is storing it right now
+                    continue
+                if ingest_claimed(store, claimed):
+                    stored += 1
         if not busy or time.monotonic() > deadline:
             return stored
         time.sleep(0.05)
 
 
-def claim(path: Path) -> Path | None:
-    """Take a spool file (or a dead process's claim on one); ``None`` if a live one holds it."""
-    if path.name.endswith(_CLAIM):
-        holder = int(path.name.rsplit(".", 2)[-2])
-        if _alive(holder):
-            return None
-        base = path.name[: -len(_CLAIM)].rsplit(".", 1)[0]
-    else:
-        base = path.name
-    mine = path.with_name(f"{base}.{os.getpid()}{_CLAIM}")
+def _pending(target: str) -> list[Path]:
+    found = []
+    for folder in spool_dirs():
+        if folder.is_dir():
+            found += [p for p in sorted(folder.iterdir())
+                      if _is_spool_file(p) and _target_of(p) == target]  # fmt: skip
+    return found
+
+
+@contextlib.contextmanager
+def claimed_file(path: Path) -> Iterator[Path | None]:
+    """Hold ``path`` (a spool file, or a dead process's claim on one) under an exclusive
+    lock, renamed to this process's claim; ``None`` when a live process holds it."""
     try:
-        os.rename(path, mine)
+        fd = os.open(path, os.O_RDWR)
     except FileNotFoundError:
-        return None  # someone else took it first
-    return mine
+        yield None  # someone else took it first
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None
+            return
+        mine = path.with_name(f"{_base(path)}.{os.getpid()}{_CLAIM}")
+        try:
+            os.rename(path, mine)
+        except FileNotFoundError:
+            yield None  # stored and removed between our open and our lock
+            return
+        yield mine
+    finally:
+        os.close(fd)
 
 
-def ingest_file(store: Store, claimed: Path) -> None:
-    """Store one claimed spool file, then delete it; on failure give it back."""
+def ingest_claimed(store: Store, claimed: Path) -> bool:
+    """Store one claimed file and delete it; quarantine it when the store refuses its data.
+
+    Returns:
+        True when the run was stored.
+
+    Raises:
+        StoreError: The store itself does not answer: the file is given back.
+    """
     try:
         payload = json.loads(claimed.read_text(encoding="utf-8"))
         ingest(store, payload)
-    except (GreenmlError, OSError, ValueError, KeyError):
+    except Exception as exc:
+        if _store_answers(store):
+            quarantine(claimed, exc)
+            return False
         _release(claimed)
-        raise
+        raise StoreError(f"spooled run {_base(claimed)} not stored: {exc}") from exc
     claimed.unlink(missing_ok=True)
+    return True
+
+
+def quarantine(claimed: Path, exc: BaseException) -> Path:
+    """Move a spool file the store refuses aside, with the reason; warn once per file."""
+    folder = claimed.parent / QUARANTINE
+    private_folder(folder)
+    target = folder / _base(claimed)
+    os.replace(claimed, target)
+    reason = f"{type(exc).__name__}: {exc}"
+    target.with_suffix(".reason.txt").write_text(reason + "\n", encoding="utf-8")
+    log.warning("greenml: spooled run %s cannot be stored (%s); moved to %s",
+                _base(claimed), reason.splitlines()[0][:300], target)  # fmt: skip
+    return target
 
 
 def ingest(store: Store, payload: dict[str, Any]) -> str:
@@ -137,46 +244,55 @@ def ingest(store: Store, payload: dict[str, Any]) -> str:
     return finished.run_id
 
 
+def _store_answers(store: Store) -> bool:
+    """Whether the store works (then a failure was the file's, not an outage)."""
+    try:
+        store.list_runs(limit=1)
+    except Exception:
+        return False
+    return True
+
+
 def _is_spool_file(path: Path) -> bool:
-    return path.name.endswith(".json") or path.name.endswith(_CLAIM)
+    return path.is_file() and (path.name.endswith(".json") or path.name.endswith(_CLAIM))
 
 
 def _target_of(path: Path) -> str | None:
     try:
-        return str(json.loads(path.read_text(encoding="utf-8"))["db_url"])
-    except (OSError, ValueError, KeyError):
+        return public_url(str(json.loads(path.read_text(encoding="utf-8"))["db_url"]))
+    except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
+def _base(path: Path) -> str:
+    """``<id>.json`` of a spool file or of a claim on one (``<id>.json.<pid>.claim``)."""
+    if not path.name.endswith(_CLAIM):
+        return path.name
+    return path.name[: -len(_CLAIM)].rsplit(".", 1)[0]
+
+
 def _release(claimed: Path) -> None:
-    base = claimed.name[: -len(_CLAIM)].rsplit(".", 1)[0]
     with contextlib.suppress(OSError):
-        os.rename(claimed, claimed.with_name(base))
-
-
-def _alive(pid: int) -> bool:
-    from greenml.store.record import pid_alive
-
-    return pid_alive(pid)
+        os.rename(claimed, claimed.with_name(_base(claimed)))
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m greenml.run.spool FILE``: store one spooled run (the detached writer)."""
     args = sys.argv[1:] if argv is None else argv
     path = Path(args[0])
-    claimed = claim(path)
-    if claimed is None:
-        return 0  # a reader took it first
-    try:
-        payload = json.loads(claimed.read_text(encoding="utf-8"))
-        from greenml.store import open_store
+    with claimed_file(path) as claimed:
+        if claimed is None:
+            return 0  # a reader took it first
+        try:
+            payload = json.loads(claimed.read_text(encoding="utf-8"))
+            from greenml.store import open_store
 
-        with open_store(payload["db_url"]) as store:
-            ingest_file(store, claimed)
-    except (GreenmlError, OSError, ValueError, KeyError) as exc:
-        _release(claimed)
-        print(f"greenml: spooled run {path.name} not stored yet: {exc}", file=sys.stderr)
-        return 1
+            with open_store(os.environ.get(URL_ENV) or payload["db_url"]) as store:
+                ingest_claimed(store, claimed)
+        except (GreenmlError, OSError, ValueError, KeyError) as exc:
+            _release(claimed)
+            print(f"greenml: spooled run {path.name} not stored yet: {exc}", file=sys.stderr)
+            return 1
     return 0
 
 

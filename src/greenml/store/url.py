@@ -91,6 +91,23 @@ def mask_url(url: str) -> str:
     return re.sub(r"(?i)(password=)[^&]*", r"\1***", url)
 
 
+def without_password(url: str) -> str:
+    """The URL with any password removed (``postgresql://u@host/db``): safe to write down.
+
+    Two URLs of the same database with and without the password compare equal
+    after this, so a spooled run finds its store whoever holds the password.
+    """
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        password = None
+    if password is not None:
+        url = url.replace(f":{password}@", "@", 1)
+    url = re.sub(r"(?i)([?&])password=[^&]*&?", r"\1", url)
+    return url.rstrip("?&")
+
+
 def _has_psycopg() -> bool:
     """Whether the psycopg 3 driver can be imported (without importing it)."""
     return importlib.util.find_spec("psycopg") is not None
