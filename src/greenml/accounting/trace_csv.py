@@ -126,7 +126,7 @@ def _slow(path: Path, lines: list[str], first: int, width: int, value_at: int) -
         try:
             if len(row) != width:
                 raise ValueError(f"expected {width} columns, found {len(row)}")
-            t = parse_time(row[0])
+            t = _parse_time(row[0])
             v = float(row[value_at])
             if not 0.0 <= v < MAX_G_PER_KWH:
                 raise ValueError(f"intensity {row[value_at].strip()!r} is not 0–5000 g/kWh")
@@ -140,8 +140,8 @@ def _slow(path: Path, lines: list[str], first: int, width: int, value_at: int) -
     return np.array(times), np.array(values)
 
 
-def parse_time(text: str) -> float:
-    """Unix seconds of an ISO 8601 time; without an offset it is UTC."""
+def _parse_time(text: str) -> float:
+    """Unix seconds of an ISO 8601 time (UTC without an offset); ValueError if it is not one."""
     text = text.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"  # Python 3.10's fromisoformat lacks "Z"

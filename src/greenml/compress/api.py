@@ -23,13 +23,12 @@ from greenml.compress.variants import (
     TECHNIQUES,
     BuildContext,
     Built,
-    NotApplicable,
     Predict,
     Variant,
     describe,
     load_builder,
 )
-from greenml.errors import ConfigError, GreenmlError
+from greenml.errors import ConfigError, GreenmlError, NotApplicable
 
 DEFAULT_TECHNIQUES = tuple(TECHNIQUES)
 METER_SAMPLE_HZ = 10.0

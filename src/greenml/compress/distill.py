@@ -15,7 +15,8 @@ from greenml.compress.options import CompressOptions
 from greenml.compress.tensors import device_of, first_tensor, param_count, state_dict_bytes
 from greenml.compress.tensors import torch_predict as _predict
 from greenml.compress.train import distill_into
-from greenml.compress.variants import BuildContext, Built, NotApplicable
+from greenml.compress.variants import BuildContext, Built
+from greenml.errors import NotApplicable
 
 # Layers a narrower copy can rebuild: the rest must hold no parameters.
 _RESIZABLE = ("Linear", "BatchNorm1d", "LayerNorm")

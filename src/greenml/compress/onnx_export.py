@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from greenml.compress.tensors import device_of
-from greenml.compress.variants import BuildContext, Built, NotApplicable, Predict
+from greenml.compress.variants import BuildContext, Built, Predict
+from greenml.errors import CompressError, NotApplicable
 
 _CACHE_KEY = "onnx-export"
 
@@ -150,7 +151,7 @@ def _session_predict(data: bytes, ctx: BuildContext) -> Predict:
     session = ort.InferenceSession(data, options, providers=[*providers, "CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     if len(names) != len(ctx.inputs):
-        raise RuntimeError(
+        raise CompressError(
             f"the ONNX graph takes {len(names)} inputs, the model {len(ctx.inputs)} "
             "(an unused input was dropped by the exporter)"
         )

@@ -21,7 +21,8 @@ from greenml.compress.tensors import (
     torch_predict,
 )
 from greenml.compress.train import distill_into
-from greenml.compress.variants import BuildContext, Built, NotApplicable
+from greenml.compress.variants import BuildContext, Built
+from greenml.errors import CompressError, NotApplicable
 
 SPARSE24_MIN_CAPABILITY = (8, 0)
 
@@ -160,7 +161,7 @@ def _check_shape(pruned: Any, ctx: BuildContext) -> None:
     if out is None or expected is None or out.shape != expected.shape:
         got = None if out is None else tuple(out.shape)
         want = None if expected is None else tuple(expected.shape)
-        raise RuntimeError(f"pruning changed the output shape from {want} to {got}")
+        raise CompressError(f"pruning changed the output shape from {want} to {got}")
 
 
 def _is_classifier(output: Any) -> bool:

@@ -13,7 +13,8 @@ from greenml.compress.tensors import (
     state_dict_bytes,
     torch_predict,
 )
-from greenml.compress.variants import BuildContext, Built, NotApplicable
+from greenml.compress.variants import BuildContext, Built
+from greenml.errors import NotApplicable
 
 TORCH_AO_NOTE = (
     "torch.ao.quantization.quantize_dynamic (deprecated upstream in favour of torchao, "

@@ -34,10 +34,6 @@ TECHNIQUES: dict[str, tuple[str, str]] = {
 }
 
 
-class NotApplicable(Exception):
-    """The technique does not apply to this model or device; the message says why."""
-
-
 @dataclass
 class BuildContext:
     """What every builder gets.

@@ -24,9 +24,11 @@ from typing import Any
 
 from greenml.errors import (
     ConfigError,
-    GreenmlError,
+    PowerLimitError,
     PowerLimitPermissionError,
     PowerLimitUnsupported,
+    SensorError,
+    SensorUnavailable,
 )
 from greenml.optimize.gpu_state import (
     default_state_file,
@@ -122,7 +124,6 @@ class GpuControl:
         nvml: Any | None = None,
         state_file: str | Path | None = None,
     ) -> None:
-        from greenml.errors import SensorUnavailable
         from greenml.measure.sensors.nvml import _visible_handles
 
         self._nvml = load_nvml(nvml)
@@ -175,7 +176,7 @@ class GpuControl:
                 max_w=high / 1000.0,
             )
         except nvml.NVMLError as exc:
-            raise GreenmlError(f"{key}: cannot read its power limits: {exc}") from exc
+            raise SensorError(f"{key}: cannot read its power limits: {exc}") from exc
 
     # -- setting -----------------------------------------------------------
 
@@ -305,7 +306,7 @@ def set_limit_by_handle(
         where = f"; allowed range: {allowed}" if allowed else ""
         raise ConfigError(f"power limit {limit_w:g} W refused by {who}{where}") from exc
     except nvml.NVMLError as exc:
-        raise GreenmlError(f"{who}: setting the power limit failed: {exc}") from exc
+        raise PowerLimitError(f"{who}: setting the power limit failed: {exc}") from exc
 
 
 def _text(value: Any) -> str:

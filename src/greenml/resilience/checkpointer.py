@@ -31,12 +31,11 @@ from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, TypeVar
 
-from greenml.errors import CheckpointError, ConfigError
+from greenml.errors import CheckpointError, ConfigError, ManifestError
 from greenml.resilience.manifest import (
     MANIFEST_NAME,
     FileEntry,
     Manifest,
-    ManifestError,
     check_entry,
     read_all,
     read_manifest,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
-from greenml.errors import ConfigError, GreenmlError
+from greenml.errors import ConfigError, NoticeError
 from greenml.resilience.signals import BUDGET_AWS_S, BUDGET_GCP_S
 
 if TYPE_CHECKING:
@@ -37,10 +37,6 @@ GCP_METADATA_URL = "http://metadata.google.internal"
 AWS_TOKEN_PATH = "/latest/api/token"
 AWS_ACTION_PATH = "/latest/meta-data/spot/instance-action"
 GCP_PREEMPTED_PATH = "/computeMetadata/v1/instance/preempted"
-
-
-class NoticeError(GreenmlError):
-    """A metadata service did not answer, or answered something unexpected."""
 
 
 @dataclass(frozen=True)

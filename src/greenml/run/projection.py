@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Any
 
+from greenml.errors import ConfigError
+
 RECENT = 200  # increments used for the per-step fit: recent cost, not the warm-up
 
 
@@ -68,7 +70,7 @@ class Projection:
 def t_quantile(confidence: float, dof: int) -> float:
     """Two-sided Student-t critical value: ``P(|T| < t) = confidence``."""
     if not 0 < confidence < 1 or dof < 1:
-        raise ValueError("confidence must be in (0, 1) and dof >= 1")
+        raise ConfigError("confidence must be in (0, 1) and dof >= 1")
     if dof > 1000:
         return NormalDist().inv_cdf(0.5 + confidence / 2)
     lo, hi = 0.0, 1.0

@@ -20,15 +20,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from greenml.errors import ConfigError, GreenmlError
+from greenml.errors import BatcherClosed, ConfigError
 
 log = logging.getLogger("greenml")
 
 _STOP = object()
-
-
-class BatcherClosed(GreenmlError):
-    """A request was submitted to, or left in, a closed batcher."""
 
 
 @dataclass

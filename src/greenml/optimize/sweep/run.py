@@ -42,11 +42,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from greenml.errors import ConfigError
+from greenml.errors import ConfigError, KnobUnavailable
 from greenml.measure.measurement import ESTIMATED
 from greenml.optimize.sweep.grid import SweepConfig, SweepGrid, as_configs, check_device
 from greenml.optimize.sweep.knobs import (
-    KnobUnavailable,
     autocast_forward,
     compile_model,
     float32_mode,
