@@ -37,7 +37,7 @@ def diagnose(
     as_json: bool,
 ) -> None:
     """Find the energy a run wastes, and what fixing it is worth."""
-    from greenml.cli.runs import _open
+    from greenml.cli.runs import open_ingested as _open
     from greenml.diagnose.run import diagnose_run
 
     idle = parse_share(idle_below, "--idle-below")

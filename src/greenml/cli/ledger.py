@@ -187,7 +187,7 @@ def _ledger_path(ledger_file: Path | None, db_url: str | None) -> Path:
 
 
 def _open_store(db_url: str | None) -> Any:
-    from greenml.cli.runs import _open
+    from greenml.cli.runs import open_ingested as _open
 
     return _open(db_url)
 

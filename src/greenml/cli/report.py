@@ -111,7 +111,7 @@ def report(
 ) -> None:
     """A report on stored runs: impact statement, EU AI Act documentation, SCI score,
     inference energy label, savings of an optimization."""
-    from greenml.cli.runs import _open
+    from greenml.cli.runs import open_ingested as _open
     from greenml.report.kinds import build_report
     from greenml.report.runset import load_runs
     from greenml.run.runner import parse_tags

@@ -100,9 +100,9 @@ def load_nvml(nvml: Any | None = None) -> Any:
     if hook:
         module, _, factory = hook.partition(":")
         return getattr(importlib.import_module(module), factory or "nvml")()
-    from greenml.measure.sensors.nvml import _load
+    from greenml.measure.sensors.nvml import import_nvml
 
-    return _load(None)
+    return import_nvml()
 
 
 class GpuControl:
@@ -124,7 +124,7 @@ class GpuControl:
         nvml: Any | None = None,
         state_file: str | Path | None = None,
     ) -> None:
-        from greenml.measure.sensors.nvml import _visible_handles
+        from greenml.measure.sensors.nvml import visible_handles
 
         self._nvml = load_nvml(nvml)
         self.state_file = Path(state_file) if state_file is not None else default_state_file()
@@ -133,7 +133,7 @@ class GpuControl:
         except self._nvml.NVMLError as exc:
             raise SensorUnavailable(f"NVML unavailable: {exc}") from exc
         self._open = True
-        visible = _visible_handles(self._nvml)
+        visible = visible_handles(self._nvml)
         chosen = range(len(visible)) if indices is None else list(dict.fromkeys(indices))
         self._handles: dict[str, tuple[int, Any]] = {}
         for i in chosen:
