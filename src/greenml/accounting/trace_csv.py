@@ -5,6 +5,9 @@ numpy's ISO 8601 parser. When that fails or the data looks wrong (a bad
 number, a time with an offset, times out of order), the file is read again
 row by row with :mod:`csv` and :mod:`datetime`: that path accepts offsets
 and names the file and line of the first bad row.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

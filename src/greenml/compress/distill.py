@@ -3,6 +3,9 @@
 The student is the user's, or by default a narrower copy of an ``nn.Sequential``
 MLP (hidden widths × ``student_width``, fresh weights). Training needs labelled
 data: without ``train_data`` the technique is skipped, and says so.
+
+Lazy imports: torch (~1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Export tries ``torch.export`` (the default exporter since PyTorch 2.9), then the
 TorchScript tracer. A trace that warns it will not generalise (data-dependent
 Python control flow baked into the graph) is refused: the backend is skipped
 with both reasons, never run on a graph that silently took one branch.
+
+Lazy imports: torch (~1 s) and onnx and onnxruntime (~0.1 s) are imported inside the
+functions that use them, so importing this module stays cheap.
 """
 
 from __future__ import annotations

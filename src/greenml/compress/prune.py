@@ -5,6 +5,9 @@ same joules; here the pruned layers are rebuilt smaller, so the parameter count
 and the size drop. Layers whose outputs carry the model's output dimension and
 embeddings are never pruned, so the output keeps its shape (in a transformer this
 leaves the feed-forward inner width as what is pruned).
+
+Lazy imports: torch (~1 s) and torch-pruning are imported inside the functions that use
+them, so importing this module stays cheap.
 """
 
 from __future__ import annotations

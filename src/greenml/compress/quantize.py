@@ -1,4 +1,8 @@
-"""Lower precision: dynamic INT8 (torch.ao) and BF16/FP16 casts, where the device runs them."""
+"""Lower precision: dynamic INT8 (torch.ao) and BF16/FP16 casts, where the device runs them.
+
+Lazy imports: torch (~1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ as ``skipped``. The measurements fill a :class:`Variant`.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -133,8 +134,6 @@ def describe(name: str) -> str:
 
 def load_builder(name: str) -> Callable[[BuildContext], Built]:
     """The builder function of a technique (its module imported now)."""
-    import importlib
-
     module, _, attribute = TECHNIQUES[name][0].partition(":")
     builder: Callable[[BuildContext], Built] = getattr(importlib.import_module(module), attribute)
     return builder

@@ -30,6 +30,7 @@ from greenml.errors import (
     SensorError,
     SensorUnavailable,
 )
+from greenml.measure.sensors.nvml import import_nvml, visible_handles
 from greenml.optimize.gpu_state import (
     default_state_file,
     locked,
@@ -100,7 +101,6 @@ def load_nvml(nvml: Any | None = None) -> Any:
     if hook:
         module, _, factory = hook.partition(":")
         return getattr(importlib.import_module(module), factory or "nvml")()
-    from greenml.measure.sensors.nvml import import_nvml
 
     return import_nvml()
 
@@ -124,8 +124,6 @@ class GpuControl:
         nvml: Any | None = None,
         state_file: str | Path | None = None,
     ) -> None:
-        from greenml.measure.sensors.nvml import visible_handles
-
         self._nvml = load_nvml(nvml)
         self.state_file = Path(state_file) if state_file is not None else default_state_file()
         try:

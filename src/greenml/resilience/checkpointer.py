@@ -14,6 +14,9 @@ memory in the caller — the only time the training loop is blocked — and a
 background thread serializes and writes the copy. At most one save is in
 flight: the next ``save`` waits for it. A failed background save is logged at
 once and raised by the next ``save``, ``wait`` or ``close``; it is never lost.
+
+Lazy imports: torch (~1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

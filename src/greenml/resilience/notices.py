@@ -12,6 +12,9 @@ Base URLs come from the argument, else ``GREENML_AWS_METADATA_URL`` /
 ``GREENML_GCP_METADATA_URL``, else the providers' link-local addresses. The
 client uses short timeouts and never a proxy. A metadata service that does not
 answer is reported once as a warning (notices will not be seen), never silently.
+
+Lazy imports: httpx (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from statistics import NormalDist
 from typing import Any
 
 from greenml.errors import ConfigError
+from greenml.measure.events import EventReader, window_measurement
 
 RECENT = 200  # increments used for the per-step fit: recent cost, not the warm-up
 
@@ -214,7 +215,6 @@ class ProgressTracker:
         self, path: str, started_at: float, *, g_per_kwh: float | None = None,
         usd_per_kwh: float | None = None, max_windows: int = 100_000,
     ) -> None:  # fmt: skip
-        from greenml.measure.events import EventReader
 
         self.started_at = started_at
         self.g_per_kwh = g_per_kwh
@@ -230,8 +230,6 @@ class ProgressTracker:
 
     def poll(self, energy_j: float, now: float) -> Projection | None:
         """Read new events; ``energy_j`` is the run's energy at Unix time ``now``."""
-        from greenml.measure.events import window_measurement
-
         events = self._reader.read_new()  # before the trace point: events predate ``now``
         self._trace.add(now, energy_j)
         changed = False

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import socket
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from greenml.measure.meter import Meter
 from greenml.run.process import Child
 from greenml.run.projection import ProgressTracker, Projection
 from greenml.run.recorder import Recorder, RunStart
+from greenml.store.url import resolve_url, sqlite_path
 
 RUN_WINDOW = "run"
 log = logging.getLogger("greenml")
@@ -168,8 +170,6 @@ def run_measured(
 
 def _events_file() -> str:
     """A fresh, empty file for the child's events (see :mod:`greenml.measure.events`)."""
-    import tempfile
-
     fd, path = tempfile.mkstemp(prefix="greenml-events-", suffix=".jsonl")
     os.close(fd)
     return path
@@ -220,8 +220,6 @@ def _account(
 
 def _preflight_store(db_url: str | None) -> None:
     """Refuse to start when the SQLite database is clearly unusable (cheap checks only)."""
-    from greenml.store.url import resolve_url, sqlite_path
-
     path = sqlite_path(resolve_url(db_url))
     if path is None:
         return  # a server database: checked when it is opened, while the command runs

@@ -10,6 +10,9 @@ correlated); forecasts of different locations are taken as
 independent. The variance is then Σ_lag ρ(lag)·autocorrelation(u)(lag),
 computed by FFT, so a year-long span stays cheap. The interval is S ± z·sd
 for a normal error (90 % by default).
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ driver loaded): those devices are measured by ``counter``. Older GPUs only
 report power; they are labelled ``power-integrated`` and the Meter integrates
 :meth:`NvmlSensor.read_power_w`. Devices follow ``CUDA_VISIBLE_DEVICES`` so
 ``gpu0`` is the GPU the program sees as ``cuda:0``.
+
+Lazy imports: pynvml (~35 ms) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

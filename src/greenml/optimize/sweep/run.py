@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from greenml.errors import ConfigError, KnobUnavailable
 from greenml.measure.measurement import ESTIMATED
+from greenml.measure.meter import Meter
 from greenml.optimize.sweep.grid import SweepConfig, SweepGrid, as_configs, check_device
 from greenml.optimize.sweep.knobs import (
     autocast_forward,
@@ -163,8 +164,6 @@ def sweep(
         gpu_index = torch.cuda.current_device()
     own_meter = meter is None
     if meter is None:
-        from greenml.measure.meter import Meter
-
         gpus = [gpu_index] if device == "cuda" else []
         meter = Meter(gpus=gpus, cpu=True, sample_hz=SAMPLE_HZ)
     results: list[ConfigResult] = []
