@@ -47,6 +47,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'greenml' has no attribute {name!r}")
-    import importlib
+    import importlib  # lazy: 'import greenml' itself loads nothing it does not need
 
     return getattr(importlib.import_module(module), name)

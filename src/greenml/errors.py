@@ -1,4 +1,31 @@
-"""One exception tree for everything greenml raises on purpose."""
+"""One exception tree for everything greenml raises on purpose.
+
+Every error class of the package is defined here::
+
+    GreenmlError                     the CLI prints it as one line, exit 2
+    ├── ConfigError                  bad user input: an argument, an option, a file
+    │   └── KnobUnavailable          a sweep knob cannot apply here; its config is skipped
+    ├── SensorError                  a sensor could not be read (the Meter records a gap)
+    │   └── SensorUnavailable        a sensor cannot be opened on this machine
+    ├── WindowError                  a measurement window was misused
+    ├── StoreError                   the run store cannot be opened, read or written
+    │   └── RunNotFound              no stored run matches an id or prefix
+    ├── LedgerError                  the ledger cannot be read, written or exported
+    ├── IntensityApiError            a carbon-intensity API failed or answered nonsense
+    ├── CheckpointError              a checkpoint could not be written, read or restored
+    │   └── ManifestError            a checkpoint's manifest is missing or does not match
+    ├── NoticeError                  a cloud metadata service gave no termination notice
+    ├── PowerLimitError              a GPU power limit could not be set
+    │   ├── PowerLimitPermissionError    no root / CAP_SYS_ADMIN
+    │   └── PowerLimitUnsupported        the GPU or driver does not allow it
+    ├── CompressError                a compression technique broke the model: variant failed
+    │   └── NotApplicable            the technique does not apply: variant skipped
+    └── BatcherClosed                a request met a closed dynamic batcher
+
+Code that catches one of these names the narrowest class that fits; the CLI
+catches :class:`GreenmlError`. Nothing greenml raises on purpose is a bare
+``ValueError`` or ``RuntimeError``.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +36,10 @@ class GreenmlError(Exception):
 
 class ConfigError(GreenmlError):
     """Bad input from the user: an argument, an option, a file."""
+
+
+class KnobUnavailable(ConfigError):
+    """A sweep knob cannot be applied on this machine or to this step; the config is skipped."""
 
 
 class SensorError(GreenmlError):
@@ -35,8 +66,35 @@ class LedgerError(GreenmlError):
     """The ledger cannot be read, written or exported."""
 
 
+class IntensityApiError(GreenmlError):
+    """A carbon-intensity API could not be reached, refused us, or answered nonsense.
+
+    Attributes:
+        provider: Who we asked, e.g. ``"Electricity Maps"``.
+        path: The URL path asked for (no query string, no credentials).
+        status: The HTTP status, or ``None`` when no response came back.
+    """
+
+    def __init__(
+        self, provider: str, path: str, cause: str, status: int | None = None, detail: str = ""
+    ) -> None:
+        self.provider = provider
+        self.path = path
+        self.status = status
+        message = f"{provider}: {cause} on {path}"
+        super().__init__(f"{message} — {detail}" if detail else message)
+
+
 class CheckpointError(GreenmlError):
     """A checkpoint could not be written, read, or restored."""
+
+
+class ManifestError(CheckpointError):
+    """A checkpoint's manifest is missing, unreadable, or does not match its files."""
+
+
+class NoticeError(GreenmlError):
+    """A metadata service did not answer, or answered something unexpected."""
 
 
 class PowerLimitError(GreenmlError):
@@ -49,3 +107,19 @@ class PowerLimitPermissionError(PowerLimitError):
 
 class PowerLimitUnsupported(PowerLimitError):
     """The GPU or driver does not allow power limits to be set."""
+
+
+class CompressError(GreenmlError):
+    """A compression technique produced a broken model; the report shows the variant failed."""
+
+
+class NotApplicable(CompressError):
+    """The technique does not apply to this model or device; the message says why.
+
+    A builder raises it and ``greenml compress`` reports the variant as ``skipped``
+    with the message as the reason.
+    """
+
+
+class BatcherClosed(GreenmlError):
+    """A request was submitted to, or left in, a closed dynamic batcher."""

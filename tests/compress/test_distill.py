@@ -11,8 +11,7 @@ from torch import nn
 from greenml.compress import CompressOptions
 from greenml.compress.distill import narrower_copy
 from greenml.compress.train import batches, kd_loss
-from greenml.compress.variants import NotApplicable
-from greenml.errors import ConfigError
+from greenml.errors import ConfigError, NotApplicable
 
 
 def test_kd_loss_mixes_soft_and_hard_terms() -> None:

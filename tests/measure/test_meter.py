@@ -340,5 +340,5 @@ def test_forget_before_respects_every_holder_until_released() -> None:
     meter.release("never-seen")
     assert meter.forget_before("cpu0", unix + 1200.0) == 5  # the future: stops at the last sample
     assert meter.timeline("cpu0")[0] == [unix + 1100.0]
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(ConfigError, match="finite"):
         meter.forget_before("cpu0", float("nan"))

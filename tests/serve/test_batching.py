@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from greenml.errors import ConfigError
-from greenml.serve.batching import BatcherClosed, DynamicBatcher
+from greenml.errors import BatcherClosed, ConfigError
+from greenml.serve.batching import DynamicBatcher
 
 
 def test_flush_when_full() -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from greenml.accounting.series import StepSeries
+from greenml.errors import ConfigError
 
 MAX_G_PER_KWH = 5000.0
 """The highest intensity accepted anywhere (g/kWh), inclusive: above every real grid."""
@@ -79,8 +80,6 @@ class ConstantSource:
     """One intensity for all time: a figure the user gives (``--ci``) or a yearly value."""
 
     def __init__(self, g_per_kwh: float, provenance: IntensityProvenance) -> None:
-        from greenml.errors import ConfigError
-
         if not 0.0 <= g_per_kwh <= MAX_G_PER_KWH:
             raise ConfigError(f"carbon intensity must be 0–5000 gCO2eq/kWh, got {g_per_kwh}")
         self._intensity = GridIntensity(StepSeries.constant(g_per_kwh, "g/kWh"), provenance)

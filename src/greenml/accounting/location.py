@@ -7,6 +7,10 @@ config file. Within a layer the most specific setting is used:
 ``ci`` > ``trace`` > ``zone`` > ``region`` > ``country``; the description
 says which others were ignored. Nothing is guessed: with no setting at all
 the answer is ``None`` and a hint on how to set one.
+
+Lazy imports: this module is on the path of every ``greenml run``, so the sources it
+builds (``static``, ``live``, ``traces``), platformdirs and the TOML parser are imported
+inside the functions that need them.
 """
 
 from __future__ import annotations

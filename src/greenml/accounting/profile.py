@@ -6,6 +6,9 @@ profile. :func:`energy_profile` keeps the counters' total and takes only the
 shape from the timeline: the timeline's cumulative energy is scaled so that it
 ends at the measured total. With no usable timeline, the energy is spread
 evenly over the run, and the profile says so.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from greenml.accounting.series import weighted_total
 from greenml.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -55,8 +59,6 @@ class EnergyProfile:
         Raises:
             ConfigError: The series does not cover the profile's span.
         """
-        from greenml.accounting.series import weighted_total
-
         if self.duration_s <= 0:
             return self.total_j * scale * series.value_at(float(self.times_s[0]))
         return weighted_total(self.times_s, self.cumulative_j * scale, series)

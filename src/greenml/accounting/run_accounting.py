@@ -10,8 +10,9 @@ location, carbon is ``unknown`` with a hint, never guessed.
 
 Importing this module is cheap, and so is a run with no location and no price:
 the location settings (options, ``GREENML_*``, the config file) are read by
-:mod:`greenml.accounting.location`, but numpy and the carbon and cost modules
-are loaded only once a source, a price or an instance is known.
+:mod:`greenml.accounting.location`, but numpy and the other accounting modules
+(carbon, cost, profile, pue, instances) are imported inside the functions that
+use them, once a source, a price or an instance is known.
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ whose provenance names the publisher and data year (see ``data/SOURCES.md``):
 
 Unknown names raise :class:`~greenml.errors.ConfigError` with the closest
 known names.
+
+Lazy imports: rapidfuzz (~50 ms) is imported inside the functions that use it, so
+importing this module stays cheap.
 """
 
 from __future__ import annotations

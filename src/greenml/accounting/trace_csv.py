@@ -5,6 +5,9 @@ numpy's ISO 8601 parser. When that fails or the data looks wrong (a bad
 number, a time with an offset, times out of order), the file is read again
 row by row with :mod:`csv` and :mod:`datetime`: that path accepts offsets
 and names the file and line of the first bad row.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations
@@ -130,7 +133,7 @@ def _slow(path: Path, lines: list[str], first: int, width: int, value_at: int) -
         try:
             if len(row) != width:
                 raise ValueError(f"expected {width} columns, found {len(row)}")
-            t = parse_time(row[0])
+            t = _parse_time(row[0])
             v = float(row[value_at])
             if not 0.0 <= v <= MAX_G_PER_KWH:
                 raise ValueError(f"intensity {row[value_at].strip()!r} is not 0–5000 g/kWh")
@@ -144,8 +147,8 @@ def _slow(path: Path, lines: list[str], first: int, width: int, value_at: int) -
     return np.array(times), np.array(values)
 
 
-def parse_time(text: str) -> float:
-    """Unix seconds of an ISO 8601 time; without an offset it is UTC."""
+def _parse_time(text: str) -> float:
+    """Unix seconds of an ISO 8601 time (UTC without an offset); ValueError if it is not one."""
     text = text.strip()
     if not ISO_DATE.match(text):
         raise ValueError(f"{text!r} is not an ISO 8601 time (it must start with a date)")

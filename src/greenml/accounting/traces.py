@@ -11,6 +11,9 @@ Two formats are read:
 Times are ISO 8601; a time without an offset is UTC. A :class:`TraceSource`
 answers only for spans its data covers; otherwise it raises, or, when the
 user asked for one, uses a fallback source and says so in the provenance.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

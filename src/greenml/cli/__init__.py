@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sys
 
+__all__ = ["main"]
+
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``greenml`` console script."""

@@ -84,9 +84,9 @@ def _load(sides: list[tuple[str, ...]], db_url: str | None) -> list[list[dict[st
                     records.extend(_read_file(Path(ref)))
                     continue
                 if store is None:
-                    from greenml.cli.runs import _open
+                    from greenml.cli.runs import open_ingested
 
-                    store = _open(db_url)
+                    store = open_ingested(db_url)
                 records.append(store.get_record(ref))
             out.append(records)
     finally:

@@ -38,12 +38,12 @@ def diagnose(
     as_json: bool,
 ) -> None:
     """Find the energy a run wastes, and what fixing it is worth."""
-    from greenml.cli.runs import _open
+    from greenml.cli.runs import open_ingested
     from greenml.diagnose.run import diagnose_run
 
     idle = parse_share(idle_below, "--idle-below")
     under = parse_share(underused_below, "--underused-below")
-    with _open(db_url) as store:
+    with open_ingested(db_url) as store:
         result = diagnose_run(
             store,
             run_id,

@@ -188,9 +188,9 @@ def _ledger_path(ledger_file: Path | None, db_url: str | None) -> Path:
 
 
 def _open_store(db_url: str | None) -> Any:
-    from greenml.cli.runs import _open
+    from greenml.cli.runs import open_ingested
 
-    return _open(db_url)
+    return open_ingested(db_url)
 
 
 def _read_json(path: Path, what: str) -> Any:

@@ -114,7 +114,7 @@ def report(
 ) -> None:
     """A report on stored runs: impact statement, EU AI Act documentation, SCI score,
     inference energy label, savings of an optimization."""
-    from greenml.cli.runs import _open
+    from greenml.cli.runs import open_ingested
     from greenml.report.kinds import build_report
     from greenml.report.runset import load_runs
     from greenml.run.runner import parse_tags
@@ -143,7 +143,7 @@ def report(
             raise ConfigError(f"-O {pair!r} is not of the form key=value")
         extra.setdefault(key.strip().replace("-", "_"), []).append(value)
     tag = parse_tags(tags) or None
-    with _open(db_url) as store:
+    with open_ingested(db_url) as store:
         runs = load_runs(store, run_ids, tag)
         document = build_report(kind, runs, extra, **options)
     text = _render(document, fmt)

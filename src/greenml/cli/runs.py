@@ -33,7 +33,7 @@ def list_runs(
 
     from greenml.run.runner import parse_tags
 
-    with _open(db_url) as store:
+    with open_ingested(db_url) as store:
         rows = store.list_runs(limit=limit, name=name, tag=parse_tags(tags) or None)
     if as_json:
         for row in rows:
@@ -64,7 +64,7 @@ def list_runs(
 @click.argument("run_id")
 def show(db_url: str | None, run_id: str) -> None:
     """One run: what ran, how it ended, energy per component and device."""
-    with _open(db_url) as store:
+    with open_ingested(db_url) as store:
         typed = store.get_run_record(run_id)
     console = render.console()
     exited = f" (exit {typed.exit_code})" if typed.exit_code is not None else ""
@@ -106,7 +106,7 @@ def export(db_url: str | None, run_id: str, fmt: str, output: Path | None) -> No
     """Write a run record (JSON) or its samples (CSV)."""
     from greenml.store.export import record_to_json, samples_to_csv
 
-    with _open(db_url) as store:
+    with open_ingested(db_url) as store:
         record = store.get_record(run_id)
         samples = store.samples(record["id"]) if fmt == "csv" else []
     handle = output.open("w", newline="") if output else sys.stdout
@@ -120,7 +120,7 @@ def export(db_url: str | None, run_id: str, fmt: str, output: Path | None) -> No
             handle.close()
 
 
-def _open(db_url: str | None) -> Any:
+def open_ingested(db_url: str | None) -> Any:
     """The store, with runs still waiting in the spool stored first."""
     from greenml.run.spool import ingest_pending
     from greenml.store import open_store

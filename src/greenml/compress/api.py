@@ -1,4 +1,8 @@
-"""``compress``: build each compressed variant of a model, measure it, recommend one."""
+"""``compress``: build each compressed variant of a model, measure it, recommend one.
+
+Lazy imports: torch (~1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
+"""
 
 from __future__ import annotations
 
@@ -23,13 +27,13 @@ from greenml.compress.variants import (
     TECHNIQUES,
     BuildContext,
     Built,
-    NotApplicable,
     Predict,
     Variant,
     describe,
     load_builder,
 )
-from greenml.errors import ConfigError, GreenmlError
+from greenml.errors import ConfigError, GreenmlError, NotApplicable
+from greenml.measure.meter import Meter
 
 DEFAULT_TECHNIQUES = tuple(TECHNIQUES)
 METER_SAMPLE_HZ = 10.0
@@ -107,8 +111,6 @@ def compress(
                     f"the model fails on its example_inputs: {type(exc).__name__}: {exc}"
                 ) from exc
         if own_meter:
-            from greenml.measure.meter import Meter
-
             meter = Meter(sample_hz=METER_SAMPLE_HZ)
         ctx = BuildContext(model, args, output, options, train_data, student)
         entries: list[tuple[Variant, Predict | None]] = [(_baseline(model), torch_predict(model))]

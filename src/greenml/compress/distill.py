@@ -3,6 +3,9 @@
 The student is the user's, or by default a narrower copy of an ``nn.Sequential``
 MLP (hidden widths × ``student_width``, fresh weights). Training needs labelled
 data: without ``train_data`` the technique is skipped, and says so.
+
+Lazy imports: torch (~1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from greenml.compress.options import CompressOptions
 from greenml.compress.tensors import device_of, first_tensor, param_count, state_dict_bytes
 from greenml.compress.tensors import torch_predict as _predict
 from greenml.compress.train import distill_into
-from greenml.compress.variants import BuildContext, Built, NotApplicable
+from greenml.compress.variants import BuildContext, Built
+from greenml.errors import NotApplicable
 
 # Layers a narrower copy can rebuild: the rest must hold no parameters.
 _RESIZABLE = ("Linear", "BatchNorm1d", "LayerNorm")

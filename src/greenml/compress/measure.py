@@ -6,6 +6,9 @@ the variants rotates each round, so a slow drift (heat, other load) does not
 favour whichever runs first. Energy per item is the window's energy over the
 items it processed, with the Meter's method and uncertainty; the spread of the
 rounds is the statistical uncertainty.
+
+Lazy imports: torch (~1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Export tries ``torch.export`` (the default exporter since PyTorch 2.9), then the
 TorchScript tracer. A trace that warns it will not generalise (data-dependent
 Python control flow baked into the graph) is refused: the backend is skipped
 with both reasons, never run on a graph that silently took one branch.
+
+Lazy imports: torch (~1 s) and onnx and onnxruntime (~0.1 s) are imported inside the
+functions that use them, so importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from greenml.compress.tensors import device_of
-from greenml.compress.variants import BuildContext, Built, NotApplicable, Predict
+from greenml.compress.variants import BuildContext, Built, Predict
+from greenml.errors import CompressError, NotApplicable
 
 _CACHE_KEY = "onnx-export"
 
@@ -150,7 +154,7 @@ def _session_predict(data: bytes, ctx: BuildContext) -> Predict:
     session = ort.InferenceSession(data, options, providers=[*providers, "CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     if len(names) != len(ctx.inputs):
-        raise RuntimeError(
+        raise CompressError(
             f"the ONNX graph takes {len(names)} inputs, the model {len(ctx.inputs)} "
             "(an unused input was dropped by the exporter)"
         )

@@ -5,6 +5,9 @@ same joules; here the pruned layers are rebuilt smaller, so the parameter count
 and the size drop. Layers whose outputs carry the model's output dimension and
 embeddings are never pruned, so the output keeps its shape (in a transformer this
 leaves the feed-forward inner width as what is pruned).
+
+Lazy imports: torch (~1 s) and torch-pruning are imported inside the functions that use
+them, so importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from greenml.compress.tensors import (
     torch_predict,
 )
 from greenml.compress.train import distill_into
-from greenml.compress.variants import BuildContext, Built, NotApplicable
+from greenml.compress.variants import BuildContext, Built
+from greenml.errors import CompressError, NotApplicable
 
 SPARSE24_MIN_CAPABILITY = (8, 0)
 
@@ -160,7 +164,7 @@ def _check_shape(pruned: Any, ctx: BuildContext) -> None:
     if out is None or expected is None or out.shape != expected.shape:
         got = None if out is None else tuple(out.shape)
         want = None if expected is None else tuple(expected.shape)
-        raise RuntimeError(f"pruning changed the output shape from {want} to {got}")
+        raise CompressError(f"pruning changed the output shape from {want} to {got}")
 
 
 def _is_classifier(output: Any) -> bool:

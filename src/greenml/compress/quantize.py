@@ -1,4 +1,8 @@
-"""Lower precision: dynamic INT8 (torch.ao) and BF16/FP16 casts, where the device runs them."""
+"""Lower precision: dynamic INT8 (torch.ao) and BF16/FP16 casts, where the device runs them.
+
+Lazy imports: torch (~1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from greenml.compress.tensors import (
     state_dict_bytes,
     torch_predict,
 )
-from greenml.compress.variants import BuildContext, Built, NotApplicable
+from greenml.compress.variants import BuildContext, Built
+from greenml.errors import NotApplicable
 
 TORCH_AO_NOTE = (
     "torch.ao.quantization.quantize_dynamic (deprecated upstream in favour of torchao, "

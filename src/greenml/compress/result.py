@@ -7,6 +7,7 @@ from typing import Any
 
 from greenml.compress.pareto import Recommendation
 from greenml.compress.variants import BASELINE, Variant
+from greenml.errors import ConfigError
 
 ITEM_NOTE = (
     "an inference is one item (one row of the example batch); latency is per call of the "
@@ -47,12 +48,13 @@ class CompressionResult:
         """The variant of that name (``baseline``, ``int8`` …).
 
         Raises:
-            KeyError: No variant has that name.
+            ConfigError: No variant has that name.
         """
         for v in self.variants:
             if v.name == name:
                 return v
-        raise KeyError(name)
+        known = ", ".join(v.name for v in self.variants)
+        raise ConfigError(f"no variant {name!r} (known: {known})")
 
     @property
     def baseline(self) -> Variant:

@@ -5,6 +5,7 @@ torch is imported inside the functions: ``import greenml.compress`` stays light.
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 from greenml.compress.variants import Predict
@@ -51,8 +52,6 @@ def param_count(model: Any) -> int:
 
 def state_dict_bytes(model: Any) -> int:
     """Bytes of ``torch.save(model.state_dict())``: the size of the weights on disk."""
-    import io
-
     import torch
 
     buffer = io.BytesIO()

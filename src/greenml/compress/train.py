@@ -4,6 +4,9 @@ The loss is Hinton et al.'s (2015): ``α·T²·KL(softmax(t/T) ‖ softmax(s/T))
 (1−α)·CE(s, y)``, where ``t`` are the teacher's logits, ``s`` the student's and
 ``y`` the hard labels. It assumes a classifier: logits of shape ``(N, C)`` and
 integer labels.
+
+Lazy imports: torch (~1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ as ``skipped``. The measurements fill a :class:`Variant`.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,10 +33,6 @@ TECHNIQUES: dict[str, tuple[str, str]] = {
     "onnx": ("greenml.compress.onnx_export:build_onnx", "ONNX Runtime (fp32)"),
     "onnx-int8": ("greenml.compress.onnx_export:build_onnx_int8", "ONNX Runtime dynamic INT8"),
 }
-
-
-class NotApplicable(Exception):
-    """The technique does not apply to this model or device; the message says why."""
 
 
 @dataclass
@@ -137,8 +134,6 @@ def describe(name: str) -> str:
 
 def load_builder(name: str) -> Callable[[BuildContext], Built]:
     """The builder function of a technique (its module imported now)."""
-    import importlib
-
     module, _, attribute = TECHNIQUES[name][0].partition(":")
     builder: Callable[[BuildContext], Built] = getattr(importlib.import_module(module), attribute)
     return builder

@@ -17,8 +17,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from greenml.accounting.static import cloud_region_source, country_source, zone_source
 from greenml.diagnose.findings import Finding
 from greenml.errors import ConfigError
+from greenml.hardware.gpu import gpu_spec
 from greenml.measure.measurement import JOULES_PER_KWH
 
 CLEANER_BY = 0.20
@@ -33,8 +35,6 @@ def candidate_intensity(candidate: str) -> float:
     Raises:
         ConfigError: Neither a known zone nor a known region.
     """
-    from greenml.accounting.static import cloud_region_source, country_source, zone_source
-
     for lookup in (zone_source, cloud_region_source, country_source):
         try:
             return _value(lookup(candidate))
@@ -77,8 +77,6 @@ def precision_finding(
     record: dict[str, Any], gpu_name: str | None, gpu_energy_j: float, mean_activity: float
 ) -> Finding | None:
     """FP32 training on a GPU with BF16, or ``None``."""
-    from greenml.hardware.gpu import gpu_spec
-
     tags = record.get("tags") or {}
     if tags.get("precision", "").lower() != "fp32" and tags.get("dtype", "").lower() != "float32":
         return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from greenml.accounting.instances import instance_price
 from greenml.diagnose.findings import Finding
 from greenml.errors import ConfigError
 from greenml.hardware.gpu import GpuSpec, gpu_spec, gpu_specs
@@ -69,8 +70,6 @@ def precision_of(record: dict[str, Any], spec: GpuSpec) -> str:
 
 def hourly_usd(spec: GpuSpec) -> float | None:
     """Price per GPU-hour from the instance table, ``None`` when not mapped."""
-    from greenml.accounting.instances import instance_price
-
     entry = INSTANCES.get(spec.name)
     if entry is None:
         return None

@@ -8,8 +8,11 @@ import numpy as np
 
 from greenml.diagnose import input_bound, practice, rightsizing, utilization
 from greenml.diagnose.findings import Diagnosis, Finding, severity_of
+from greenml.diagnose.scaling import analyze_scaling, comm_compute_split, scaling_point
+from greenml.diagnose.stragglers import by_rank, find_stragglers
 from greenml.diagnose.timeline import DeviceSeries, load_timeline
 from greenml.errors import ConfigError
+from greenml.hardware.gpu import gpu_spec
 
 if TYPE_CHECKING:
     from greenml.store.repository import Store
@@ -108,8 +111,6 @@ def _gpu_findings(
         notes.append("GPU model unknown (no name in the record): rightsizing skipped")
     peaks = [p for g in gpus if (p := g.peak_memory_bytes()) is not None]
     if name is not None and activity is not None and peaks:
-        from greenml.hardware.gpu import gpu_spec
-
         try:
             precision = rightsizing.precision_of(record, gpu_spec(name))
         except ConfigError:
@@ -173,8 +174,6 @@ def _maybe(finding: Finding | None) -> list[Finding]:
 
 def straggler_finding(windows: list[dict[str, Any]]) -> Finding | None:
     """Ranks waiting for the slowest in synchronous steps (``step/rankN`` windows)."""
-    from greenml.diagnose.stragglers import by_rank, find_stragglers
-
     if len(by_rank(windows, "step")) < 2:
         return None
     report = find_stragglers(windows, "step")
@@ -196,8 +195,6 @@ def straggler_finding(windows: list[dict[str, Any]]) -> Finding | None:
 
 def communication_finding(windows: list[dict[str, Any]]) -> Finding | None:
     """Time and energy in ``comm`` windows against ``compute`` windows, when marked."""
-    from greenml.diagnose.scaling import comm_compute_split
-
     if not any(str(w.get("name", "")).startswith("comm") for w in windows):
         return None
     split = comm_compute_split(windows)
@@ -219,8 +216,6 @@ def communication_finding(windows: list[dict[str, Any]]) -> Finding | None:
 
 def scaling_finding(store: Store, record: dict[str, Any]) -> Finding | None:
     """Parallel efficiency across stored runs of the same name at different device counts."""
-    from greenml.diagnose.scaling import analyze_scaling, scaling_point
-
     name = record.get("name")
     if not name:
         return None

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from greenml.accounting.equivalences import equivalences
 from greenml.errors import ConfigError
 from greenml.estimation.inputs import (
     J_PER_KWH,
@@ -173,8 +174,6 @@ def estimate(
         ConfigError: Bad or conflicting input, unknown GPU (with the closest
             names), or a device without the figure needed.
     """
-    from greenml.accounting.equivalences import equivalences
-
     steps = Steps()
     spec = resolve_device(gpu, steps)
     mode = _mode(hours, flops, params, tokens)

@@ -11,7 +11,10 @@ import math
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from greenml.accounting.intensity import ConstantSource
+from greenml.accounting.pue import Pue, pue_for
 from greenml.errors import ConfigError
+from greenml.hardware.gpu import GpuSpec, gpu_spec, normalize_precision
 
 if TYPE_CHECKING:
     from greenml.accounting.intensity import IntensitySource
@@ -44,8 +47,6 @@ class Steps:
         self, spec: GpuSpec, flops: float, precision: str | None, mfu: float | None
     ) -> float:
         """Device-hours to run ``flops`` at ``mfu`` of the device's peak at ``precision``."""
-        from greenml.hardware.gpu import normalize_precision
-
         key = normalize_precision(precision or "fp16")
         peak = spec.peak_tflops(key)
         self.add(
@@ -99,8 +100,6 @@ class Steps:
 
 def resolve_device(gpu: str | GpuSpec, steps: Steps) -> GpuSpec:
     """The table row for ``gpu``, recorded with how it matched."""
-    from greenml.hardware.gpu import GpuSpec, gpu_spec
-
     if isinstance(gpu, GpuSpec):
         spec, how = gpu, "given as a spec"
     else:
@@ -112,8 +111,6 @@ def resolve_device(gpu: str | GpuSpec, steps: Steps) -> GpuSpec:
 
 def resolve_pue(pue: float | str | None, steps: Steps) -> Pue:
     """The PUE from a number, a provider name (``accounting.pue.pue_for``), or 1.0."""
-    from greenml.accounting.pue import Pue, pue_for
-
     if pue is None:
         used = Pue(1.0, "default: 1.0, no facility overhead counted (IT energy only); give pue")
     elif isinstance(pue, str):
@@ -134,8 +131,6 @@ def resolve_intensity(
     A source is asked for the hour around ``at`` and its value at ``at`` is
     held constant over the job (an estimate has no timeline).
     """
-    from greenml.accounting.intensity import ConstantSource
-
     note = f" ({description})" if description else ""
     if ci is None:
         return None, (description or _NO_INTENSITY)

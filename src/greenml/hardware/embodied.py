@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from greenml.errors import ConfigError
+from greenml.hardware.gpu import gpu_spec
 
 DEFAULT_LIFETIME_YEARS = 4.0
 """Expected lifespan of server hardware when the user gives none."""
@@ -90,8 +91,6 @@ def embodied_for_gpu(name: str) -> tuple[EmbodiedItem | None, EmbodiedItem | Non
 
     Either may be ``None``: no cited figure. An unknown GPU name gives ``(None, None)``.
     """
-    from greenml.hardware.gpu import gpu_spec
-
     try:
         canonical = gpu_spec(name).name
     except ConfigError:

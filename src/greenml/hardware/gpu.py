@@ -11,6 +11,9 @@ reports, e.g. ``NVIDIA H100 80GB HBM3``), ignoring vendor prefixes (``NVIDIA``,
 size in the name (``80GB``) must agree with the row's when the rest of the name
 only matches loosely; a bare family name (``H100``) means the row that lists it
 as an alias.
+
+Lazy imports: rapidfuzz (~50 ms) is imported inside the functions that use it, so
+importing this module stays cheap.
 """
 
 from __future__ import annotations

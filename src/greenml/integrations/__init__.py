@@ -4,3 +4,29 @@ Each module imports its framework, so import the one you use:
 ``greenml.integrations.lightning`` (PyTorch Lightning) or ``greenml.integrations.hf``
 (Hugging Face transformers). Importing greenml itself never needs either.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "GreenmlCallback": "greenml.integrations.lightning",
+    "GreenmlTrainerCallback": "greenml.integrations.hf",
+}
+
+__all__ = [
+    "GreenmlCallback",
+    "GreenmlTrainerCallback",
+]
+
+if TYPE_CHECKING:
+    from greenml.integrations.hf import GreenmlTrainerCallback
+    from greenml.integrations.lightning import GreenmlCallback
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from greenml.measure.measurement import Measurement
+from greenml.measure.meter import Meter
+from greenml.optimize.power_limit import PowerLimitOptimizer
 
 STEP, EPOCH = "step", "epoch"
 
@@ -54,8 +56,6 @@ class TrainingWindows:
             return
         self._started = True
         if self.meter is None:
-            from greenml.measure.meter import Meter
-
             self.meter = Meter()
         self.optimizer = self._make_optimizer()
 
@@ -103,7 +103,6 @@ class TrainingWindows:
         spec = self._power_limit
         if spec is False or spec is None:
             return None
-        from greenml.optimize.power_limit import PowerLimitOptimizer
 
         if isinstance(spec, PowerLimitOptimizer):
             return spec

@@ -15,9 +15,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from greenml.errors import RunNotFound, StoreError
 from greenml.ledger.canonical import record_sha256
 from greenml.ledger.entry import GENESIS_HASH, Entry
 from greenml.ledger.file import read_lines
+from greenml.ledger.keys import as_public_key, key_id, signature_valid
 
 if TYPE_CHECKING:
     from greenml.store.repository import Store
@@ -204,8 +206,6 @@ def _check_links(by_seq: dict[int, Entry], problems: list[Problem]) -> None:
 
 
 def _check_signatures(result: VerifyResult, public_key: Any) -> None:
-    from greenml.ledger.keys import as_public_key, key_id, signature_valid
-
     key = as_public_key(public_key)
     kid = key_id(key)
     signed = [e for e in result.entries if e.signature is not None]
@@ -228,8 +228,6 @@ def _check_signatures(result: VerifyResult, public_key: Any) -> None:
 
 
 def _check_store(result: VerifyResult, store: Store) -> None:
-    from greenml.errors import RunNotFound, StoreError
-
     current: dict[str, str | None] = {}
     for e in result.entries:
         if e.run_id not in current:

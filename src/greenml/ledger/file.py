@@ -25,6 +25,9 @@ from greenml.ledger.entry import (
     compute_entry_hash,
     parse_line,
 )
+from greenml.ledger.keys import as_private_key, sign
+from greenml.ledger.keys import key_id as id_of
+from greenml.ledger.paths import key_path_from_env, ledger_path
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -57,9 +60,6 @@ def append(
         LedgerError: The ledger cannot be written, or the record not canonicalized.
         ConfigError: The key cannot be loaded.
     """
-    from greenml.ledger.keys import as_private_key
-    from greenml.ledger.paths import key_path_from_env, ledger_path
-
     target = Path(path) if path is not None else ledger_path(None)
     if target is None:
         raise LedgerError("an in-memory store has no ledger: set GREENML_LEDGER")
@@ -91,9 +91,6 @@ def append_hash(
         entry_hash = compute_entry_hash(fields)
         signature = key_id = None
         if private_key is not None:
-            from greenml.ledger.keys import key_id as id_of
-            from greenml.ledger.keys import sign
-
             signature = sign(private_key, entry_hash.encode("ascii"))
             key_id = id_of(private_key.public_key())
         entry = Entry(**fields, entry_hash=entry_hash, signature=signature, key_id=key_id)

@@ -11,6 +11,11 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from greenml.ledger.canonical import record_sha256
+from greenml.ledger.file import append_hash
+from greenml.ledger.keys import load_private_key
+from greenml.ledger.paths import KEY_ENV, key_path_from_env, ledger_path
+
 if TYPE_CHECKING:
     from greenml.ledger.entry import Entry
     from greenml.store.repository import Store
@@ -28,10 +33,6 @@ def append_run(store_url: str | None, record: RunRecord | Mapping[str, Any]) -> 
     rather than a hole in the chain. A typed record is hashed as its ``to_dict()``.
     """
     try:
-        from greenml.ledger.canonical import record_sha256
-        from greenml.ledger.file import append_hash
-        from greenml.ledger.paths import ledger_path
-
         path = ledger_path(store_url)
         if path is None:
             return None  # an in-memory store: nothing outlives the process to audit
@@ -62,14 +63,10 @@ def _run_id(record: RunRecord | Mapping[str, Any]) -> str:
 
 
 def _signing_key() -> Any:
-    from greenml.ledger.paths import KEY_ENV, key_path_from_env
-
     path = key_path_from_env()
     if path is None:
         return None
     try:
-        from greenml.ledger.keys import load_private_key
-
         return load_private_key(path)
     except Exception as exc:
         _warn("key", f"ledger entries are not signed: {KEY_ENV}: {exc}")

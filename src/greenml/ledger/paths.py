@@ -4,6 +4,9 @@ Order: ``GREENML_LEDGER`` > next to the SQLite file (``runs.db`` →
 ``runs.ledger.jsonl``) > for PostgreSQL, ``ledgers/`` in the per-user data
 directory, one file per server, database and options (the password is not
 part of the name). An in-memory SQLite store has no ledger.
+
+Lazy imports: platformdirs (~10 ms) is imported inside the functions that use it, so
+importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import os
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from greenml.store.url import mask_url, resolve_url, sqlite_path
 
 LEDGER_ENV = "GREENML_LEDGER"
 KEY_ENV = "GREENML_LEDGER_KEY"
@@ -32,7 +37,6 @@ def ledger_path(db_url: str | None = None) -> Path | None:
     chosen = os.environ.get(LEDGER_ENV)
     if chosen:
         return Path(chosen).expanduser()
-    from greenml.store.url import mask_url, resolve_url, sqlite_path
 
     url = resolve_url(db_url)
     if url.split("://", 1)[0].lower().startswith("sqlite"):

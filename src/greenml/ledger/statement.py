@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from greenml.errors import LedgerError
+from greenml.ledger.audit import verify
 from greenml.ledger.canonical import canonical_json, record_sha256
 from greenml.ledger.entry import GENESIS_HASH, Entry, parse_entry
+from greenml.ledger.keys import as_private_key, as_public_key, fingerprint, sign, signature_valid
 
 FORMAT = "greenml-ledger-statement/1"
 
@@ -49,9 +51,6 @@ def export(ledger_path: str | Path, private_key: Any, *, head_only: bool = False
         LedgerError: The ledger is unreadable, empty or has problems.
         ConfigError: The key cannot be loaded.
     """
-    from greenml.ledger.audit import verify
-    from greenml.ledger.keys import as_private_key, fingerprint, sign
-
     key = as_private_key(private_key)
     result = verify(ledger_path)
     if not result.ok:
@@ -84,8 +83,6 @@ def verify_statement(statement: Any, public_key: Any) -> StatementCheck:
     Raises:
         ConfigError: The public key cannot be loaded.
     """
-    from greenml.ledger.keys import as_public_key, fingerprint, signature_valid
-
     key = as_public_key(public_key)
     check = StatementCheck()
     if not isinstance(statement, dict) or not isinstance(statement.get("statement"), dict):

@@ -16,8 +16,11 @@ import logging
 import math
 import os
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from greenml.measure.measurement import ComponentEnergy, DeviceEnergy, Measurement
 
 ENV_VAR = "GREENML_EVENTS"
 MAX_LINE_BYTES = 4000  # below PIPE_BUF-sized writes: one write, one line
@@ -154,9 +157,6 @@ def window_measurement(event: dict[str, Any]) -> Any:
 
     Each component becomes one device keyed ``COMPONENT@rankR``.
     """
-    from datetime import datetime, timezone
-
-    from greenml.measure.measurement import ComponentEnergy, DeviceEnergy, Measurement
 
     rank = int(event.get("rank", 0))
     start = float(event["start_s"])

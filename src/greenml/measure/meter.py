@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from greenml.errors import WindowError
+from greenml.errors import ConfigError, WindowError
 from greenml.measure.alarm import Alarm
 from greenml.measure.measurement import (
     POWER_INTEGRATED,
@@ -124,7 +124,7 @@ class Meter:
         wall_clock: Clock = time.time,
     ) -> None:
         if sample_hz < 0 or not math.isfinite(sample_hz):
-            raise ValueError(f"sample_hz must be a finite number >= 0, got {sample_hz}")
+            raise ConfigError(f"sample_hz must be a finite number >= 0, got {sample_hz}")
         self.notes: list[str] = []
         if sensors is None:
             from greenml.measure.sensors.discover import discover_sensors
@@ -139,7 +139,7 @@ class Meter:
         for sensor in self._sensors:
             for device in sensor.devices:
                 if device.key in self._channels:
-                    raise ValueError(f"two sensors report device {device.key!r}")
+                    raise ConfigError(f"two sensors report device {device.key!r}")
                 self._channels[device.key] = _Channel(device)
                 if device.note:
                     self.notes.append(f"{device.key}: {device.note}")
@@ -359,7 +359,7 @@ class Meter:
             How many samples were dropped (often 0).
         """
         if not math.isfinite(time_s):
-            raise ValueError(f"time_s must be a finite number, got {time_s}")
+            raise ConfigError(f"time_s must be a finite number, got {time_s}")
         channel = self._channels[key]
         line = channel.timeline
         cut = time_s - self._wall_offset

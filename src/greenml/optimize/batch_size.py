@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from greenml.errors import ConfigError
 from greenml.optimize.objective import check_eta, energy_time_cost
+from greenml.store import open_store
 
 if TYPE_CHECKING:
     from greenml.store.repository import Store
@@ -348,8 +349,6 @@ class BatchSizeOptimizer:
                 self._memory = self._fresh()
             return self._memory
         if isinstance(self._store, str):
-            from greenml.store import open_store
-
             with open_store(self._store) as store:
                 state = store.get_state(NAMESPACE, self.job)
         else:
@@ -372,8 +371,6 @@ class BatchSizeOptimizer:
         if self._store is None:
             self._memory = state
         elif isinstance(self._store, str):
-            from greenml.store import open_store
-
             with open_store(self._store) as store:
                 store.put_state(NAMESPACE, self.job, state)
         else:

@@ -24,10 +24,13 @@ from typing import Any
 
 from greenml.errors import (
     ConfigError,
-    GreenmlError,
+    PowerLimitError,
     PowerLimitPermissionError,
     PowerLimitUnsupported,
+    SensorError,
+    SensorUnavailable,
 )
+from greenml.measure.sensors.nvml import import_nvml, visible_handles
 from greenml.optimize.gpu_state import (
     default_state_file,
     locked,
@@ -98,9 +101,8 @@ def load_nvml(nvml: Any | None = None) -> Any:
     if hook:
         module, _, factory = hook.partition(":")
         return getattr(importlib.import_module(module), factory or "nvml")()
-    from greenml.measure.sensors.nvml import _load
 
-    return _load(None)
+    return import_nvml()
 
 
 class GpuControl:
@@ -122,9 +124,6 @@ class GpuControl:
         nvml: Any | None = None,
         state_file: str | Path | None = None,
     ) -> None:
-        from greenml.errors import SensorUnavailable
-        from greenml.measure.sensors.nvml import _visible_handles
-
         self._nvml = load_nvml(nvml)
         self.state_file = Path(state_file) if state_file is not None else default_state_file()
         try:
@@ -132,7 +131,7 @@ class GpuControl:
         except self._nvml.NVMLError as exc:
             raise SensorUnavailable(f"NVML unavailable: {exc}") from exc
         self._open = True
-        visible = _visible_handles(self._nvml)
+        visible = visible_handles(self._nvml)
         chosen = range(len(visible)) if indices is None else list(dict.fromkeys(indices))
         self._handles: dict[str, tuple[int, Any]] = {}
         for i in chosen:
@@ -175,7 +174,7 @@ class GpuControl:
                 max_w=high / 1000.0,
             )
         except nvml.NVMLError as exc:
-            raise GreenmlError(f"{key}: cannot read its power limits: {exc}") from exc
+            raise SensorError(f"{key}: cannot read its power limits: {exc}") from exc
 
     # -- setting -----------------------------------------------------------
 
@@ -305,7 +304,7 @@ def set_limit_by_handle(
         where = f"; allowed range: {allowed}" if allowed else ""
         raise ConfigError(f"power limit {limit_w:g} W refused by {who}{where}") from exc
     except nvml.NVMLError as exc:
-        raise GreenmlError(f"{who}: setting the power limit failed: {exc}") from exc
+        raise PowerLimitError(f"{who}: setting the power limit failed: {exc}") from exc
 
 
 def _text(value: Any) -> str:

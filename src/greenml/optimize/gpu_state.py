@@ -3,6 +3,9 @@
 It lives in the per-user state folder (``$GREENML_GPU_STATE`` overrides), is
 replaced atomically, and is locked while read-modify-written, since the ranks
 of one machine share it. It is removed once nothing is left to restore.
+
+Lazy imports: platformdirs (~10 ms) is imported only when the default state file is
+needed, and fcntl (POSIX only) only when the file is locked.
 """
 
 from __future__ import annotations

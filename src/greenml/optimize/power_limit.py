@@ -23,6 +23,8 @@ from typing import Any
 
 from greenml.errors import ConfigError, PowerLimitPermissionError
 from greenml.measure.measurement import Measurement, weakest_method
+from greenml.measure.meter import Meter
+from greenml.measure.sensors.nvml import NvmlSensor
 from greenml.optimize.ddp import all_reduce, local_rank, process_group
 from greenml.optimize.exit_guard import ExitGuard
 from greenml.optimize.gpu_control import GpuControl
@@ -279,9 +281,6 @@ def _profile_dict(p: LimitProfile) -> dict[str, float]:
 
 def _own_meter(control: GpuControl) -> Any:
     """A Meter over the tuned GPUs only (10 Hz when one has no energy counter)."""
-    from greenml.measure.meter import Meter
-    from greenml.measure.sensors.nvml import NvmlSensor
-
     sensor = NvmlSensor([int(k.removeprefix("gpu")) for k in control.keys], nvml=control.nvml)
     counters = all(d.has_counter for d in sensor.devices)
     return Meter(sensors=[sensor], sample_hz=0.0 if counters else 10.0)

@@ -182,12 +182,12 @@ def estimate(values: Sequence[float], uncertainties_rel: Sequence[float]) -> Est
         uncertainties_rel: Each run's relative uncertainty.
 
     Raises:
-        ConfigError: No values.
+        ConfigError: No values, or not one uncertainty per value.
     """
     if not values:
         raise ConfigError("no runs to compare")
     if len(uncertainties_rel) != len(values):
-        raise ValueError("one uncertainty per value is needed")
+        raise ConfigError("one uncertainty per value is needed")
     n = len(values)
     mean = statistics.fmean(values)
     weight = sum(abs(v) for v in values)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
+from greenml import __version__
 from greenml.report.bars import bar_chart
 from greenml.report.line import line_chart
 from greenml.report.model import Figure, Report, Section, Table
@@ -76,8 +77,6 @@ def render_html(report: Report) -> str:
     Returns:
         A self-contained HTML page: inline CSS and SVG, no external resource.
     """
-    from greenml import __version__
-
     counter = _Counter()
     sections = "".join(_section(s, i, counter) for i, s in enumerate(report.sections, 1))
     generated = _when(report.generated_at)

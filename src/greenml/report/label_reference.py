@@ -15,6 +15,7 @@ import io
 import math
 import re
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from greenml.errors import ConfigError
@@ -82,8 +83,6 @@ def load_reference(path: str | Path | None = None) -> Reference:
         ConfigError: The file is missing, malformed, or has a non-positive value.
     """
     if path is None:
-        from importlib import resources
-
         name = REFERENCE_FILE
         text = (resources.files("greenml") / "data" / name).read_text(encoding="utf-8")
     else:

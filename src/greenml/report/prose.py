@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from greenml import __version__
 from greenml.report import records as rec
 from greenml.report import sigfig as fmt
 from greenml.report.model import Table
@@ -28,8 +29,6 @@ UNCERTAINTY_NOTE = (
 
 def tool() -> str:
     """``greenml 0.1.0``."""
-    from greenml import __version__
-
     return f"greenml {__version__}"
 
 

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from greenml.errors import ConfigError
+from greenml.hardware.gpu import gpu_spec
+
 NO_PUE = "not given: no facility overhead counted"
 
 
@@ -92,9 +95,6 @@ def devices(record: dict[str, Any]) -> list[tuple[str, str, str, float, float, s
 
 def gpu_type(name: str) -> str:
     """A GPU's canonical table name (``H100 SXM``), or the name as reported."""
-    from greenml.errors import ConfigError
-    from greenml.hardware.gpu import gpu_spec
-
     try:
         return gpu_spec(name).name
     except ConfigError:

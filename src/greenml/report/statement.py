@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+from greenml.accounting.equivalences import equivalences
 from greenml.report import figures, prose, run_figures
 from greenml.report import sigfig as fmt
 from greenml.report.model import Report, Section, Table
@@ -181,7 +182,5 @@ def breakdown_figures(runs: RunSet) -> list[Any]:
 
 
 def _equivalences(runs: RunSet) -> list[Any]:
-    from greenml.accounting.equivalences import equivalences
-
     co2_g = runs.carbon.value * 1000 if runs.carbon.known else None
     return equivalences(co2_g, runs.facility_energy.value)

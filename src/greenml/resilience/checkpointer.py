@@ -14,6 +14,9 @@ memory in the caller — the only time the training loop is blocked — and a
 background thread serializes and writes the copy. At most one save is in
 flight: the next ``save`` waits for it. A failed background save is logged at
 once and raised by the next ``save``, ``wait`` or ``close``; it is never lost.
+
+Lazy imports: torch (~1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations
@@ -31,12 +34,11 @@ from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, TypeVar
 
-from greenml.errors import CheckpointError, ConfigError
+from greenml.errors import CheckpointError, ConfigError, ManifestError
 from greenml.resilience.manifest import (
     MANIFEST_NAME,
     FileEntry,
     Manifest,
-    ManifestError,
     check_entry,
     read_all,
     read_manifest,

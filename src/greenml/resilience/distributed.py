@@ -26,6 +26,9 @@ all found the same step; a mismatch or a failure on any rank raises on all.
 Cost: one ``all_reduce`` of 32 bytes per step boundary, or every
 ``sync_every`` steps (a signal then waits up to ``sync_every`` steps). With
 NCCL the flags live on the GPU and reading them synchronizes the stream.
+
+Lazy imports: torch (~1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

@@ -34,9 +34,9 @@ except ImportError as exc:
         "greenml.resilience.hf needs transformers: pip install 'greenml[transformers]'"
     ) from exc
 
-from greenml.errors import ConfigError
+from greenml.errors import ConfigError, ManifestError
 from greenml.resilience.checkpointer import first_valid, retain
-from greenml.resilience.manifest import MANIFEST_NAME, ManifestError, read_manifest, seal, verified
+from greenml.resilience.manifest import MANIFEST_NAME, read_manifest, seal, verified
 from greenml.resilience.policy import IntervalPolicy
 from greenml.resilience.session import Interrupts, Session
 from greenml.resilience.storage import LocalStorage, fsync_dir

@@ -15,15 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import IO, Any
 
-from greenml.errors import CheckpointError
+from greenml.errors import ManifestError
 from greenml.resilience.storage import Storage, read_chunks
 
 MANIFEST_NAME = "manifest.json"
 FORMAT = "greenml-checkpoint/1"
-
-
-class ManifestError(CheckpointError):
-    """A checkpoint's manifest is missing, unreadable, or does not match its files."""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,9 @@ Base URLs come from the argument, else ``GREENML_AWS_METADATA_URL`` /
 ``GREENML_GCP_METADATA_URL``, else the providers' link-local addresses. The
 client uses short timeouts and never a proxy. A metadata service that does not
 answer is reported once as a warning (notices will not be seen), never silently.
+
+Lazy imports: httpx (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
-from greenml.errors import ConfigError, GreenmlError
+from greenml.errors import ConfigError, NoticeError
 from greenml.resilience.signals import BUDGET_AWS_S, BUDGET_GCP_S
 
 if TYPE_CHECKING:
@@ -37,10 +40,6 @@ GCP_METADATA_URL = "http://metadata.google.internal"
 AWS_TOKEN_PATH = "/latest/api/token"
 AWS_ACTION_PATH = "/latest/meta-data/spot/instance-action"
 GCP_PREEMPTED_PATH = "/computeMetadata/v1/instance/preempted"
-
-
-class NoticeError(GreenmlError):
-    """A metadata service did not answer, or answered something unexpected."""
 
 
 @dataclass(frozen=True)

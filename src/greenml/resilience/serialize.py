@@ -5,6 +5,9 @@ tensor is detached and copied to CPU memory, everything else deep-copied, so
 the training loop may move on while a background thread writes the copy.
 :func:`torch_writer` serializes with ``torch.save`` through a hashing wrapper,
 so the manifest's SHA-256 costs no second read of the file.
+
+Lazy imports: torch (~1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ manifest, written last, is what marks a checkpoint complete on both.
 Both backends check at construction that the root can be written, so an
 unreachable store fails at start, not at the first save. A full disk or a
 file-size limit becomes one :class:`CheckpointError` that says so.
+
+Lazy imports: fsspec (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

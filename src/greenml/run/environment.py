@@ -1,4 +1,8 @@
-"""What a run ran on, for reproducibility: interpreter, packages, git, OS, hardware."""
+"""What a run ran on, for reproducibility: interpreter, packages, git, OS, hardware.
+
+Lazy imports: importlib.metadata (~30 ms) is imported inside the functions that use it,
+so importing this module stays cheap.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ import sys
 from typing import Any
 
 from greenml import __version__
+from greenml.hardware import cpu_model_name
+from greenml.measure.sensors.nvml import nvml_environment
 
 HOSTNAME_ENV = "GREENML_NO_HOSTNAME"
 
@@ -27,8 +33,6 @@ def capture_environment(
     """
     if include_hostname is None:
         include_hostname = os.environ.get(HOSTNAME_ENV, "") in ("", "0", "false")
-    from greenml.hardware import cpu_model_name
-    from greenml.measure.sensors.nvml import nvml_environment
 
     return {
         "greenml_version": __version__,

@@ -8,12 +8,16 @@ process tree between planned chunks when the job may be interrupted (see
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from greenml.accounting.run_accounting import prepare_accounting
 from greenml.errors import ConfigError
-from greenml.schedule.green import GreenRequest
+from greenml.run.pausing import PauseSchedule, TickPauser
+from greenml.run.waiting import Countdown, wait_until
+from greenml.schedule.green import GreenRequest, make_plan
 
 if TYPE_CHECKING:
     from greenml.run.runner import RunOptions
@@ -33,10 +37,6 @@ def start_green(request: GreenRequest, options: RunOptions, *, quiet: bool = Fal
         ConfigError: Bad options (a run option that needs ``--when green``, a
             command that is not found, bad accounting options) before any wait.
     """
-    import shutil
-
-    from greenml.accounting.run_accounting import prepare_accounting
-    from greenml.schedule.green import make_plan
 
     if request.when != "green":
         raise ConfigError(
@@ -64,8 +64,6 @@ def announce(plan: GreenPlan, *, dry_run: bool = False) -> None:
 
 def wait_for(plan: GreenPlan, *, quiet: bool = False) -> float:
     """Sleep until the plan's start: a countdown on a terminal, else nothing more."""
-    from greenml.run.waiting import Countdown, wait_until
-
     countdown = Countdown(plan.start_s, plan.countdown_detail()) if sys.stderr.isatty() else None
     if quiet:
         countdown = None
@@ -83,8 +81,6 @@ class GreenRun:
     """A planned ``greenml run``: pauses the command between chunks, records the plan."""
 
     def __init__(self, plan: GreenPlan, waited_s: float) -> None:
-        from greenml.run.pausing import PauseSchedule, TickPauser
-
         self.plan = plan
         self.waited_s = waited_s
         self.started_s = CLOCK()

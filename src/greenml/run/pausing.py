@@ -9,6 +9,9 @@ leave a job stopped. A stopped job that was sent a terminating signal
 
 Clocks and sleeps are injected: time here is wall-clock Unix seconds, the
 time plans are made in.
+
+Lazy imports: psutil (~30 ms) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

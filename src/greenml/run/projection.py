@@ -24,6 +24,9 @@ from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Any
 
+from greenml.errors import ConfigError
+from greenml.measure.events import EventReader, window_measurement
+
 RECENT = 200  # increments used for the per-step fit: recent cost, not the warm-up
 
 
@@ -68,7 +71,7 @@ class Projection:
 def t_quantile(confidence: float, dof: int) -> float:
     """Two-sided Student-t critical value: ``P(|T| < t) = confidence``."""
     if not 0 < confidence < 1 or dof < 1:
-        raise ValueError("confidence must be in (0, 1) and dof >= 1")
+        raise ConfigError("confidence must be in (0, 1) and dof >= 1")
     if dof > 1000:
         return NormalDist().inv_cdf(0.5 + confidence / 2)
     lo, hi = 0.0, 1.0
@@ -212,7 +215,6 @@ class ProgressTracker:
         self, path: str, started_at: float, *, g_per_kwh: float | None = None,
         usd_per_kwh: float | None = None, max_windows: int = 100_000,
     ) -> None:  # fmt: skip
-        from greenml.measure.events import EventReader
 
         self.started_at = started_at
         self.g_per_kwh = g_per_kwh
@@ -228,8 +230,6 @@ class ProgressTracker:
 
     def poll(self, energy_j: float, now: float) -> Projection | None:
         """Read new events; ``energy_j`` is the run's energy at Unix time ``now``."""
-        from greenml.measure.events import window_measurement
-
         events = self._reader.read_new()  # before the trace point: events predate ``now``
         self._trace.add(now, energy_j)
         changed = False

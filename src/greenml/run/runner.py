@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import socket
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -217,8 +218,6 @@ def _unmeasured(
 
 def _events_file() -> str:
     """A fresh, empty file for the child's events (see :mod:`greenml.measure.events`)."""
-    import tempfile
-
     fd, path = tempfile.mkstemp(prefix="greenml-events-", suffix=".jsonl")
     os.close(fd)
     return path

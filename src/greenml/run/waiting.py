@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import TextIO
 
 Clock = Callable[[], float]
@@ -72,7 +73,5 @@ def clock_text(seconds: float) -> str:
 
 def utc_text(time_s: float) -> str:
     """``2024-05-01 03:00 UTC`` (with seconds when they are not zero)."""
-    from datetime import datetime, timezone
-
     moment = datetime.fromtimestamp(time_s, tz=timezone.utc)
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC" if moment.second else "%Y-%m-%d %H:%M UTC")

@@ -5,6 +5,9 @@ SkyPilot fields follow its documented task schema (``resources.infra``,
 MOUNT mode); the tests validate the output against the JSON schemas of
 SkyPilot 0.14.1. Slurm reads ``--begin`` in the controller's local time, so
 the header states the UTC instant and the zone it was written in.
+
+Lazy imports: PyYAML (~30 ms) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

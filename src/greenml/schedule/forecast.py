@@ -5,6 +5,9 @@ as known, or from the seasonal forecaster fitted on history
 (:mod:`greenml.schedule.seasonal`); :mod:`greenml.schedule.sources` builds
 them. Each step's 1σ error and how errors are linked across steps let the
 planner state the interval of a saving (:mod:`greenml.schedule.saving`).
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

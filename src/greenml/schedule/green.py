@@ -13,8 +13,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from greenml.accounting import static
+from greenml.accounting.traces import load_trace
 from greenml.errors import ConfigError
+from greenml.run.waiting import clock_text, utc_text
+from greenml.schedule import sources
+from greenml.schedule.job import Job
+from greenml.schedule.planner import plan_job
 from greenml.schedule.timeparse import parse_duration_s, parse_instant
+from greenml.store import open_store
 
 if TYPE_CHECKING:
     from greenml.schedule.job import Job
@@ -78,8 +85,6 @@ class GreenPlan:
 
     def describe(self, now_s: float, dry_run: bool = False) -> list[str]:
         """The plan in a few lines for stderr; the first says when, and on what forecast."""
-        from greenml.run.waiting import clock_text, utc_text
-
         p = self.plan
         low, high = (pct_text(x) for x in p.saving_pct_interval)
         spread = f" [{low}–{high}]" if low != high else ""
@@ -109,8 +114,6 @@ class GreenPlan:
 
     def duration_text(self) -> str:
         """``3:00:00 (--duration)`` or ``… (from the previous run … named …)``."""
-        from greenml.run.waiting import clock_text
-
         return f"{clock_text(self.job.duration_s)} ({self.duration_source})"
 
     def countdown_detail(self) -> str:
@@ -120,8 +123,6 @@ class GreenPlan:
 
     def summary_lines(self, executed: dict[str, Any]) -> list[str]:
         """What was carried out, after the run."""
-        from greenml.run.waiting import clock_text
-
         p = self.plan
         lines = [
             f"schedule: waited {clock_text(executed.get('waited_s', 0.0))} for the planned start; "
@@ -147,9 +148,6 @@ def make_plan(request: GreenRequest, now_s: float) -> GreenPlan:
             what the planner refuses (a deadline too early, data that does not
             cover the window, naming the missing span).
     """
-    from greenml.schedule.job import Job
-    from greenml.schedule.planner import plan_job
-
     if request.deadline is None:
         raise ConfigError("--deadline is required to wait for green (e.g. --deadline +12h)")
     deadline_s = parse_time_s(request.deadline, now_s, "--deadline")
@@ -202,14 +200,10 @@ def forecast_input(request: GreenRequest, start_s: float, end_s: float) -> tuple
     A trace that covers the whole window is taken as a forecast (its values as
     known); otherwise it is the history the planner's seasonal forecaster fits.
     """
-    from greenml.schedule import sources
-
     if request.zone and request.region:
         raise ConfigError("give --zone or --region, not both")
     location = (request.zone or request.region or "").strip()
     if request.intensity_trace:
-        from greenml.accounting.traces import load_trace
-
         trace = load_trace(request.intensity_trace, location=location or None)
         location = location or trace.provenance.location
         s = trace.series
@@ -225,7 +219,6 @@ def forecast_input(request: GreenRequest, start_s: float, end_s: float) -> tuple
         if not request.zone:
             raise ConfigError(f"--intensity-provider {provider} needs --zone")
         return location, sources.live_forecast(request.zone, provider, start_s, end_s)
-    from greenml.accounting import static
 
     if request.zone:  # an unknown name is an error with the closest known names
         static.zone_source(request.zone)
@@ -256,8 +249,6 @@ def _duration(request: GreenRequest) -> tuple[float, str]:
 
 def previous_duration(name: str, db_url: str | None) -> tuple[float, str] | None:
     """The run time (pauses left out) of the newest completed run named ``name``."""
-    from greenml.store import open_store
-
     store = open_store(db_url)
     try:
         for row in store.list_runs(limit=50, name=name):

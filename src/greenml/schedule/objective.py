@@ -12,6 +12,9 @@ Both terms are integrals of step series over the job's time, so a blend is
 itself a step series (:func:`blend`), and the cap is met exactly for
 contiguous windows (every candidate is evaluated) and by a Lagrangian search
 over λ in carbon/C + λ·cost/K for interruptible jobs (:func:`under_cap`).
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ objective and a cost cap are both exact. An interruptible job is also placed
 in pieces (:mod:`greenml.schedule.slots`), on the blended series or, under a
 cap, by the Lagrangian search of :func:`greenml.schedule.objective.under_cap`;
 the pieces are kept only when they beat the contiguous window.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

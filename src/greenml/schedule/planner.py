@@ -6,6 +6,9 @@ forecast, and the best location wins under the objective (carbon, a carbon /
 cost blend, or least carbon under a cost cap). The baseline is the job started
 at its earliest start in the first candidate, run in one piece. The saving's
 interval comes from the forecasts' uncertainty (:mod:`greenml.schedule.saving`).
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

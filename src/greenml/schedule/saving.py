@@ -14,6 +14,9 @@ The interval is built on the ratio's logarithm, r = ln(P/B), whose error is
 Σ u_t·e_t with u_t = (∂r/∂f_t)·σ_t: r ± z·sd (90 % by default) maps back to
 S = 1 − e^r, so the saving's interval never reaches 100 % (that would mean
 negative emissions) and is skewed as a ratio's error is.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ predicted by weights fitted on the rest): for the first two days, their full
 covariance across horizons, per hour of day of the origin (errors are larger
 and differently linked at some hours); beyond, a spread per fitted horizon
 and a correlation by lag. The planner turns these into a saving's interval.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

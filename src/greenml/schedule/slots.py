@@ -16,6 +16,9 @@ up to whole slots and the surplus trimmed off the dearest piece ends (never
 below the minimum), and :class:`Pieces` says so in ``note``. The caller also
 compares with the best contiguous window (always a valid plan) and keeps the
 better one.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@
   ``/carbon-intensity/forecast``), which carries no uncertainty;
 - :func:`yearly_forecast`: a yearly mean, flat, for spatial choices only;
 - :func:`merge_traces`: several files of one location (2022 + 2023) as one.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
 from greenml.accounting.intensity import ConstantSource, GridIntensity
+from greenml.accounting.location import PROVIDERS, live_source
 from greenml.accounting.series import StepSeries
 from greenml.accounting.traces import TraceSource
 from greenml.errors import ConfigError
@@ -157,8 +161,6 @@ def live_forecast(location: str, provider: str, start_s: float, end_s: float) ->
     Raises:
         ConfigError: An unknown provider, missing credentials, or an API failure.
     """
-    from greenml.accounting.location import PROVIDERS, live_source
-
     if provider not in PROVIDERS or provider == "static":
         live = ", ".join(p for p in PROVIDERS if p != "static")
         raise ConfigError(f"no live forecast provider {provider!r} (known: {live})")

@@ -11,6 +11,7 @@ their distributions, not only their means.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -230,8 +231,6 @@ def simulate(
     strategy: str = "spot",
 ) -> Outcome:
     """Run ``trials`` executions with a fresh policy each; seeded, reproducible."""
-    import random
-
     if trials < 1:
         raise ConfigError(f"trials must be >= 1, not {trials}")
     rng = random.Random(seed)

@@ -9,6 +9,9 @@ the end crosses a step boundary, so the best start is among the boundaries
 ends of the allowed span: those candidates are evaluated all at once from the
 cumulative integral of the series (numpy), so a year-long span costs
 milliseconds. Ties go to the earliest start.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from greenml.accounting.series import StepSeries
@@ -175,8 +179,6 @@ def best_window(
 
 
 def _iso(time_s: float) -> str:
-    from datetime import datetime, timezone
-
     if not math.isfinite(time_s):
         return "the beginning" if time_s < 0 else "the end of time"
     return datetime.fromtimestamp(time_s, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

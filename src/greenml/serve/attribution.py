@@ -12,6 +12,9 @@ The result is exact for the power model chosen: ``linear`` (the Meter's
 trapezoid rule) or ``step`` (each reading held until the next one,
 piecewise-constant power). Power is held constant before the first reading and
 after the last, as :class:`greenml.measure.timeline.PowerTimeline` does.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

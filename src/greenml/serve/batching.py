@@ -7,6 +7,9 @@ Each caller gets its own result back, from a thread (``__call__``), a
 (:meth:`DynamicBatcher.asubmit`). If ``fn`` raises, only the callers of that
 batch get the error; a result that is an exception goes to its caller alone.
 See :mod:`greenml.serve.batch_curve` to choose ``max_batch`` and ``max_wait_ms``.
+
+Lazy imports: asyncio (~50 ms) is imported inside the functions that use it, so
+importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -20,15 +23,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from greenml.errors import ConfigError, GreenmlError
+from greenml.errors import BatcherClosed, ConfigError
 
 log = logging.getLogger("greenml")
 
 _STOP = object()
-
-
-class BatcherClosed(GreenmlError):
-    """A request was submitted to, or left in, a closed batcher."""
 
 
 @dataclass

@@ -1,4 +1,8 @@
-"""FaissIndex: approximate cosine search (FAISS HNSW), the option beyond ~100k cached prompts."""
+"""FaissIndex: approximate cosine search (FAISS HNSW), the option beyond ~100k cached prompts.
+
+Lazy imports: faiss (~0.2 s) and numpy (~0.1 s) are imported inside the functions that
+use them, so importing this module stays cheap.
+"""
 
 from __future__ import annotations
 

@@ -13,6 +13,9 @@ requests in PromQL: ``rate(..._sum[5m]) / rate(..._count[5m]) * 1000 / 3600``.
 A scrape settles the finished requests first, so the figures are as fresh as
 the last power sample. With the exporter, ``export_request_metrics(rm,
 exporter)`` puts them on the exporter's own ``/metrics``.
+
+Lazy imports: prometheus_client (~50 ms) is imported inside the functions that use it,
+so importing this module stays cheap.
 """
 
 from __future__ import annotations

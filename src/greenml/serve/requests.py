@@ -16,6 +16,9 @@ of the last settled span) on (``Meter.timeline(key, since_s)``), and then tells
 the Meter it may forget the samples before that time (``Meter.forget_before``,
 as a named holder released on :meth:`RequestMeter.close`): its cost and the
 Meter's memory follow the requests in flight, not the server's uptime.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from greenml.errors import ConfigError
 from greenml.measure.measurement import COUNTER, POWER_INTEGRATED, weakest_method
+from greenml.measure.meter import Meter
 from greenml.serve.attribution import Interpolation, attribute_energy
 from greenml.serve.request_report import RouteEnergy, ServingReport, SettledRequest
 
@@ -81,8 +85,6 @@ class RequestMeter:
             raise ConfigError("settle_every_s and guard_s must be >= 0")
         self._owned = meter is None
         if meter is None:
-            from greenml.measure.meter import Meter
-
             meter = Meter(sample_hz=sample_hz)
         self.meter = meter
         wanted = set(devices) if devices is not None else None

@@ -21,6 +21,9 @@ threshold, so the result is exact; only its speed depends on the data.
 
 :class:`greenml.serve.faiss_index.FaissIndex` (HNSW, approximate) is the
 option beyond ~100k entries.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from greenml.store.ids import new_run_id
+from greenml.store.url import default_db_url
 
 if TYPE_CHECKING:
     from greenml.store.repository import Store
@@ -31,16 +32,9 @@ def open_store(url: str | None = None) -> Store:
         ConfigError: The URL is not understood, or psycopg is missing for PostgreSQL.
         StoreError: The database cannot be opened.
     """
-    from greenml.store.repository import Store
+    from greenml.store.repository import Store  # lazy: SQLAlchemy costs ~0.1 s at import
 
     return Store(url)
-
-
-def default_db_url() -> str:
-    """The default database URL: a SQLite file in the per-user data directory."""
-    from greenml.store.url import default_db_url as _default
-
-    return _default()
 
 
 def __getattr__(name: str) -> Any:

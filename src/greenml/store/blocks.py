@@ -5,6 +5,9 @@ as little-endian float64, row by row in the order of ``BLOCK_COLUMNS`` (NaN for
 a missing value). Reading a long run is then a few hundred blob reads and one
 ``numpy.frombuffer`` instead of a million Python rows. The ``samples`` table
 keeps every sample too, for SQL, CSV export and older runs.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

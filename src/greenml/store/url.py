@@ -2,6 +2,9 @@
 
 Order: an explicit URL > ``GREENML_DB`` > a SQLite file in the per-user data
 directory. This module never imports SQLAlchemy, so it is cheap to call.
+
+Lazy imports: platformdirs (~10 ms) is imported inside the functions that use it, so
+importing this module stays cheap.
 """
 
 from __future__ import annotations

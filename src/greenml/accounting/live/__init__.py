@@ -9,9 +9,10 @@ provenance names the API, the location, the time resolution, the kind
 from __future__ import annotations
 
 from greenml.accounting.live.electricitymaps import ElectricityMapsSource
-from greenml.accounting.live.http import HttpSettings, IntensityApiError
+from greenml.accounting.live.http import HttpSettings
 from greenml.accounting.live.ukci import UkCarbonIntensitySource
 from greenml.accounting.live.watttime import SignalIndex, WattTimeSource
+from greenml.errors import IntensityApiError
 
 __all__ = [
     "ElectricityMapsSource",

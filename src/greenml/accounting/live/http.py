@@ -18,31 +18,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from greenml.errors import ConfigError, GreenmlError
+from greenml.errors import ConfigError, IntensityApiError
 
 if TYPE_CHECKING:
     import httpx
 
 _RETRY_STATUSES = frozenset({429}) | frozenset(range(500, 600))
-
-
-class IntensityApiError(GreenmlError):
-    """A carbon-intensity API could not be reached, refused us, or answered nonsense.
-
-    Attributes:
-        provider: Who we asked, e.g. ``"Electricity Maps"``.
-        path: The URL path asked for (no query string, no credentials).
-        status: The HTTP status, or ``None`` when no response came back.
-    """
-
-    def __init__(
-        self, provider: str, path: str, cause: str, status: int | None = None, detail: str = ""
-    ) -> None:
-        self.provider = provider
-        self.path = path
-        self.status = status
-        message = f"{provider}: {cause} on {path}"
-        super().__init__(f"{message} — {detail}" if detail else message)
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from greenml.accounting.live._points import (
     parse_time,
     to_series,
 )
-from greenml.accounting.live.http import ApiClient, HttpSettings, IntensityApiError
-from greenml.errors import ConfigError
+from greenml.accounting.live.http import ApiClient, HttpSettings
+from greenml.errors import ConfigError, IntensityApiError
 
 if TYPE_CHECKING:
     import httpx

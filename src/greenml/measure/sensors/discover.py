@@ -14,6 +14,7 @@ from greenml.measure.sensors.cpu_model import (
     DramModelSensor,
     Scope,
 )
+from greenml.measure.sensors.nvml import NvmlSensor
 from greenml.measure.sensors.rapl import RaplSensor
 
 RAPL_PROCESS_NOTE = (
@@ -70,8 +71,6 @@ def discover_sensors(
     sensors: list[Sensor] = []
     notes: list[str] = []
     if gpus is None or len(gpus) > 0:
-        from greenml.measure.sensors.nvml import NvmlSensor
-
         try:
             sensors.append(NvmlSensor(indices=gpus))
         except SensorUnavailable as exc:

@@ -5,6 +5,9 @@ driver loaded): those devices are measured by ``counter``. Older GPUs only
 report power; they are labelled ``power-integrated`` and the Meter integrates
 :meth:`NvmlSensor.read_power_w`. Devices follow ``CUDA_VISIBLE_DEVICES`` so
 ``gpu0`` is the GPU the program sees as ``cuda:0``.
+
+Lazy imports: pynvml (~35 ms) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations
@@ -75,7 +78,12 @@ def _text(value: Any) -> str:
 _DRIVER_MARKERS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/usr/lib/wsl/lib/libnvidia-ml.so.1")
 
 
-def _load(nvml: Any | None) -> Any:
+def import_nvml(nvml: Any | None = None) -> Any:
+    """``nvml`` if given, else the ``pynvml`` module.
+
+    Raises:
+        SensorUnavailable: No NVIDIA driver on this machine, or nvidia-ml-py is missing.
+    """
     if nvml is not None:
         return nvml
     if sys.platform.startswith("linux") and not any(map(os.path.exists, _DRIVER_MARKERS)):
@@ -121,7 +129,7 @@ class NvmlSensor(Sensor):
     """
 
     def __init__(self, indices: Sequence[int] | None = None, *, nvml: Any | None = None) -> None:
-        self._nvml = _load(nvml)
+        self._nvml = import_nvml(nvml)
         try:
             self._nvml.nvmlInit()
         except self._nvml.NVMLError as exc:
@@ -139,7 +147,7 @@ class NvmlSensor(Sensor):
             raise SensorUnavailable(f"NVML unavailable: {exc}") from exc
 
     def _open(self, indices: Sequence[int] | None) -> None:
-        visible = _visible_handles(self._nvml)
+        visible = visible_handles(self._nvml)
         chosen = range(len(visible)) if indices is None else indices
         for ordinal in dict.fromkeys(chosen):
             if not 0 <= ordinal < len(visible):
@@ -329,7 +337,7 @@ class NvmlSensor(Sensor):
             raise SensorError(f"{key}: {fn.__name__} failed: {exc}") from exc
 
 
-def _visible_handles(nvml: Any) -> list[Any]:
+def visible_handles(nvml: Any) -> list[Any]:
     """Handles of the GPUs CUDA would show, in ``CUDA_VISIBLE_DEVICES`` order.
 
     Like CUDA, entries after the first invalid one are ignored.
@@ -381,7 +389,7 @@ def nvml_environment(nvml: Any | None = None) -> dict[str, Any]:
     Lists every physical GPU (``index`` is NVML's), whatever ``CUDA_VISIBLE_DEVICES`` says.
     """
     try:
-        nvml = _load(nvml)
+        nvml = import_nvml(nvml)
     except SensorUnavailable:
         return {}
     try:

@@ -25,6 +25,9 @@ waiting for other ranks, or every rank measures the slowest one's time. With
 timed backward would include the wait: run the backward under ``model.no_sync()``
 and all-reduce the gradients yourself after the timed block. On a GPU the block
 ends with ``torch.cuda.synchronize()`` (``synchronize=``), so queued kernels count.
+
+Lazy imports: torch (~1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ import csv
 import io
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from importlib import resources
 from typing import Any
 
 from greenml.errors import ConfigError
@@ -60,8 +61,6 @@ def v100_curve(workload: str = "imagenet", compute_s: float = 0.5) -> PowerCurve
 
 
 def _rows() -> list[dict[str, str]]:
-    from importlib import resources
-
     text = (resources.files("greenml") / "data" / CURVES_FILE).read_text(encoding="utf-8")
     return list(csv.DictReader(io.StringIO(text)))
 
@@ -215,8 +214,6 @@ def _remeasured(truth: PowerCurve, noise_rel: float, rng: random.Random) -> Powe
 
 def simulate_seeds(config: SimConfig, seeds: int = 5) -> dict[str, Any]:
     """:func:`simulate` with seeds ``config.seed`` … ``+ seeds − 1``: the spread of each figure."""
-    from dataclasses import replace
-
     if seeds < 1:
         raise ConfigError(f"seeds must be >= 1, not {seeds}")
     results = [simulate(replace(config, seed=config.seed + i)) for i in range(seeds)]

@@ -1,1 +1,34 @@
 """The software-knob sweep: precision, batch size, compile and loader workers, each measured."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "TrainStep": "greenml.optimize.sweep.run",
+    "sweep": "greenml.optimize.sweep.run",
+    "SweepConfig": "greenml.optimize.sweep.grid",
+    "SweepGrid": "greenml.optimize.sweep.grid",
+    "grad_scaler": "greenml.optimize.sweep.knobs",
+}
+
+__all__ = [
+    "SweepConfig",
+    "SweepGrid",
+    "TrainStep",
+    "grad_scaler",
+    "sweep",
+]
+
+if TYPE_CHECKING:
+    from greenml.optimize.sweep.grid import SweepConfig, SweepGrid
+    from greenml.optimize.sweep.knobs import grad_scaler
+    from greenml.optimize.sweep.run import TrainStep, sweep
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -26,14 +26,10 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
-from greenml.errors import ConfigError
+from greenml.errors import ConfigError, KnobUnavailable
 from greenml.optimize.sweep.grid import SweepConfig
 
 _AUTOCAST_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
-
-
-class KnobUnavailable(ConfigError):
-    """A knob cannot be applied on this machine or to this step; the config is skipped."""
 
 
 def import_torch() -> Any:

@@ -5,6 +5,9 @@ Zeus uses the GPU's largest power limit. On a GPU the sweep does the same
 uses the package TDP when it is known (given, ``GREENML_CPU_TDP_W`` or the TDP
 table) and otherwise the highest mean power measured among the configurations.
 The source is always returned with the figure.
+
+Lazy imports: the CPU model sensor (and psutil, ~30 ms) is imported only when a CPU's
+power is needed.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from greenml.errors import ConfigError, GreenmlError
+from greenml.hardware import gpu_spec
+from greenml.measure.sensors.nvml import NvmlSensor
+from greenml.optimize.sweep.knobs import import_torch
 from greenml.optimize.sweep.result import ConfigResult
 
 log = logging.getLogger("greenml")
@@ -57,8 +63,6 @@ def resolve_max_power(
 
 def _gpu_max_power(index: int) -> MaxPower | None:
     try:
-        from greenml.measure.sensors.nvml import NvmlSensor
-
         sensor = NvmlSensor(indices=[index])
     except (GreenmlError, ImportError) as exc:
         log.debug("NVML power limits unavailable: %s", exc)
@@ -76,9 +80,6 @@ def _gpu_max_power(index: int) -> MaxPower | None:
 
 
 def _gpu_table_tdp(index: int) -> MaxPower | None:
-    from greenml.hardware import gpu_spec
-    from greenml.optimize.sweep.knobs import import_torch
-
     name = import_torch().cuda.get_device_name(index)
     try:
         spec = gpu_spec(name)

@@ -42,11 +42,11 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from greenml.errors import ConfigError
+from greenml.errors import ConfigError, KnobUnavailable
 from greenml.measure.measurement import ESTIMATED
+from greenml.measure.meter import Meter
 from greenml.optimize.sweep.grid import SweepConfig, SweepGrid, as_configs, check_device
 from greenml.optimize.sweep.knobs import (
-    KnobUnavailable,
     autocast_forward,
     compile_model,
     float32_mode,
@@ -164,8 +164,6 @@ def sweep(
         gpu_index = torch.cuda.current_device()
     own_meter = meter is None
     if meter is None:
-        from greenml.measure.meter import Meter
-
         gpus = [gpu_index] if device == "cuda" else []
         meter = Meter(gpus=gpus, cpu=True, sample_hz=SAMPLE_HZ)
     results: list[ConfigResult] = []

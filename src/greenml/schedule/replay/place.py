@@ -6,6 +6,9 @@ jobs at once). Interruptible jobs take the ``duration`` lowest-forecast slots
 of their window (one ``argpartition`` per distinct duration, all forecast
 draws at once). Sums are of slot values (g/kWh × slots); the caller scales
 them to grams.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ mean over their duration is lowest; interruptible jobs take the
 lowest-forecast slots of their window. The baseline starts each job at its
 arrival. Everything is vectorized with numpy (:mod:`replay_place`): a year
 of 3,387 jobs with ten forecast draws replays in a fraction of a second.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations

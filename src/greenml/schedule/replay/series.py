@@ -10,6 +10,9 @@ Slot ``i`` covers ``[start_s + i·1800, start_s + (i+1)·1800)``; boundary ``b``
 is the time ``start_s + b·1800`` (``n + 1`` boundaries for ``n`` slots). The
 calendar (weekday, minute of day) is given for every boundary, in the time
 zone the job rules are read in.
+
+Lazy imports: numpy (~0.1 s) is imported inside the functions that use it, so importing
+this module stays cheap.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from greenml.accounting.traces import load_trace
 from greenml.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -85,8 +90,6 @@ def load_half_hourly(
         ConfigError: Unreadable or malformed file, an unknown time zone, or a
             trace shorter than one half hour.
     """
-    from greenml.accounting.traces import load_trace
-
     trace = load_trace(path, column)
     s = trace.series
     start_s, values = half_hourly(s.times_s, s.values, s.end_s, trace.gaps)
@@ -153,7 +156,6 @@ def _utc_offsets_s(times: np.ndarray[Any, Any], tz: str) -> np.ndarray[Any, Any]
 
     if tz.upper() in ("UTC", "Z", "ETC/UTC"):
         return np.zeros(len(times))
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:
         zone = ZoneInfo(tz)
