@@ -198,8 +198,10 @@ def test_kill_9_leaves_an_incomplete_run_with_its_samples(db: Path, tmp_path: Pa
     os.kill(int(ready.read_text()), signal.SIGKILL)  # the orphaned command
     listed = greenml(db, "runs", "list")
     assert listed.returncode == 0, listed.stderr
-    assert "incomplete" in listed.stdout
-    run_id = newest_run(db)["id"]
+    assert "incomplete" in listed.stdout and "(partial)" in listed.stdout
+    row = newest_run(db)
+    assert row["partial"] is True and float(row["total_kwh"]) > 0  # type: ignore[arg-type]
+    run_id = row["id"]
     exported = greenml(db, "runs", "export", run_id, "--format", "json")
     record = json.loads(exported.stdout)
     assert record["status"] == "incomplete"
@@ -322,3 +324,26 @@ def test_a_failure_after_the_command_started_keeps_its_exit_code_and_says_so(
     assert result.record is None and result.store_error is not None
     assert "OverflowError" in result.store_error
     assert "the command runs on unmeasured" in capsys.readouterr().err
+
+
+def test_runs_show_has_windows_projection_and_notes_and_list_json_has_tags(
+    db: Path, tmp_path: Path
+) -> None:
+    script = (
+        "import time, greenml\n"
+        "from greenml.measure.meter import Meter\n"
+        "m = Meter(gpus=[], sample_hz=0, publish_windows=True)\n"
+        "for i in range(3):\n"
+        "    with m.window('epoch'):\n"
+        "        time.sleep(0.05)\n"
+        "    greenml.progress(i + 1, 6)\n"
+    )
+    done = greenml(db, "run", "-q", "--tag", "lr=3e-4", "--", PY, "-c", script)
+    assert done.returncode == 0, done.stderr
+    row = newest_run(db)
+    assert row["tags"] == {"lr": "3e-4"}
+    shown = greenml(db, "runs", "show", str(row["id"]))
+    assert shown.returncode == 0, shown.stderr
+    assert "windows: 4" in shown.stdout and "epoch/rank0:" in shown.stdout
+    assert "projection:" in shown.stdout and "(reported 50 % done)" in shown.stdout
+    assert "note:" in shown.stdout

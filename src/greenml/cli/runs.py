@@ -53,7 +53,7 @@ def list_runs(
             _short_time(row.get("started_at")),
             row["status"],
             render.duration(row["duration_s"]) if row.get("duration_s") is not None else "-",
-            render.energy(kwh * 3.6e6) if kwh is not None else "-",
+            _listed_energy(kwh, partial=bool(row.get("partial"))),
             render.safe(" ".join(row.get("command") or [])[:60]),
         )
     render.console().print(table)
@@ -88,6 +88,44 @@ def show(db_url: str | None, run_id: str) -> None:
     env = record.get("environment") or {}
     if env:
         console.print(f"[bold]{'env':>9}[/bold]  {_environment_line(env)}", highlight=False)
+    for line in _detail_lines(record):
+        console.print(line, highlight=False, markup=False)
+
+
+def _listed_energy(kwh: float | None, *, partial: bool) -> str:
+    """The energy column of ``runs list``: an unfinished run shows what its samples hold."""
+    if kwh is None:
+        return "-"
+    return render.energy(kwh * 3.6e6) + (" (partial)" if partial else "")
+
+
+MAX_WINDOWS_SHOWN = 10
+
+
+def _detail_lines(record: dict[str, Any]) -> list[str]:
+    """What ``runs show`` adds below the figures: windows, the projection, the notes."""
+    lines = []
+    windows = [w for w in record.get("windows") or [] if isinstance(w, dict)]
+    if windows:
+        lines.append(f"  windows: {len(windows)}")
+        for w in windows[:MAX_WINDOWS_SHOWN]:
+            energy = w.get("energy_j", w.get("total_j"))
+            shown = render.energy(float(energy)) if isinstance(energy, (int, float)) else "-"
+            secs = w.get("duration_s")
+            took = render.duration(float(secs)) if isinstance(secs, (int, float)) else "-"
+            lines.append(f"    {render.safe(w.get('name', '?'))}: {shown} over {took}")
+        if len(windows) > MAX_WINDOWS_SHOWN:
+            lines.append(f"    … and {len(windows) - MAX_WINDOWS_SHOWN} more (runs export)")
+    projection = (record.get("progress") or {}).get("projection")
+    if isinstance(projection, dict):
+        total = (projection.get("total_energy_j") or {}).get("value")
+        if isinstance(total, (int, float)):
+            done = projection.get("fraction", 0.0) * 100
+            lines.append(f"  projection: {render.energy(float(total))} at 100 % "
+                         f"(reported {done:.0f} % done)")  # fmt: skip
+    notes = (record.get("energy") or {}).get("notes") or []
+    lines += [f"  note: {render.safe(n)}" for n in notes]
+    return lines
 
 
 @runs.command("export")

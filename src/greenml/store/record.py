@@ -222,4 +222,5 @@ def summary(row: Row, *, now: float, hostname: str) -> dict[str, Any]:
         "total_kwh": total_kwh,
         "exit_code": row["exit_code"],
         "command": loads(row["command"], [], f"command of run {run_id}"),
+        "tags": loads(row["tags"], {}, f"tags of run {run_id}"),
     }

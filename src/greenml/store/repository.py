@@ -327,6 +327,11 @@ class Store:
                 out.append(rec.summary(row, now=now, hostname=self._hostname))
                 if 0 < limit <= len(out):
                     break
+        for summary in out:  # unfinished: the energy integrated from its samples, as `show` says
+            if summary["total_kwh"] is None and summary["status"] in ("running", "incomplete"):
+                energy = self.get_record(summary["id"]).get("energy") or {}
+                summary["total_kwh"] = energy.get("total_kwh")
+                summary["partial"] = True
         return out
 
     def samples(self, run_id: str) -> list[dict[str, Any]]:
