@@ -347,3 +347,19 @@ def test_runs_show_has_windows_projection_and_notes_and_list_json_has_tags(
     assert "windows: 4" in shown.stdout and "epoch/rank0:" in shown.stdout
     assert "projection:" in shown.stdout and "(reported 50 % done)" in shown.stdout
     assert "note:" in shown.stdout
+
+
+def test_reading_creates_no_folder_and_no_database(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg"),
+           "GREENML_SPOOL_DIR": str(tmp_path / "spool")}  # fmt: skip
+    env.pop("GREENML_DB", None)
+    named = tmp_path / "missing" / "runs.db"
+    readers = (["runs", "list", "--db", str(named)], ["report", "--tag", "a=b", "--db", str(named)])
+    for args in readers:
+        done = subprocess.run([PY, "-m", "greenml", *args], capture_output=True, text=True,
+                              env=env, timeout=60)  # fmt: skip
+        assert done.returncode == 2 and "no run store at" in done.stderr, done.stderr
+    default = subprocess.run([PY, "-m", "greenml", "runs", "list"], capture_output=True,
+                             text=True, env=env, timeout=60)  # fmt: skip
+    assert default.returncode == 0 and "no runs stored yet" in default.stdout
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "xdg").exists()

@@ -159,10 +159,25 @@ def export(db_url: str | None, run_id: str, fmt: str, output: Path | None) -> No
 
 
 def open_ingested(db_url: str | None) -> Any:
-    """The store, with runs still waiting in the spool stored first."""
-    from greenml.run.spool import ingest_pending
-    from greenml.store import open_store
+    """The store for reading, with runs still waiting in the spool stored first.
 
+    Reading creates nothing: a SQLite file that does not exist is an error when
+    it was named (``--db``, ``GREENML_DB``), and an empty store when it is the
+    default one, unless runs wait in the spool for it (then it is created to
+    take them).
+    """
+    import os
+
+    from greenml.errors import ConfigError
+    from greenml.run.spool import has_pending, ingest_pending
+    from greenml.store import open_store
+    from greenml.store.url import resolve_url, sqlite_path
+
+    path = sqlite_path(resolve_url(db_url))
+    if path is not None and not path.exists() and not has_pending(db_url or ""):
+        if db_url or os.environ.get("GREENML_DB"):
+            raise ConfigError(f"no run store at {path} (nothing has been stored there)")
+        return open_store("sqlite://")  # the default store, before any run: empty
     store = open_store(db_url)
     try:
         ingest_pending(store, db_url or "")

@@ -165,6 +165,13 @@ def ingest_pending(store: Store, db_url: str, wait_s: float = 10.0) -> int:
         time.sleep(0.05)
 
 
+def has_pending(db_url: str) -> bool:
+    """Whether runs wait in the spool for ``db_url`` (``""``: the default store)."""
+    from greenml.store.url import resolve_url
+
+    return bool(_pending(public_url(resolve_url(db_url or None))))
+
+
 def _pending(target: str) -> list[Path]:
     found = []
     for folder in spool_dirs():
