@@ -38,6 +38,18 @@ $(CHROMIUM_STAMP): | $(BIN)/python
 	else echo "chromium not found and no apt-get: the HTML rendering tests will skip" >&2; fi
 	@if command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then touch $@; fi
 
+# promtool checks the Prometheus rules and alert tests in tests/exporter (Debian package
+# prometheus); installed with apt when missing, like chromium.
+PROMTOOL_STAMP := $(VENV)/.stamp-promtool
+$(PROMTOOL_STAMP): | $(BIN)/python
+	@if command -v promtool >/dev/null; then :; \
+	elif command -v apt-get >/dev/null; then \
+	  { $(SUDO) apt-get update -q && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; \
+	  } || { echo "installing prometheus (promtool) failed" >&2; [ "$$CI" != true ]; }; \
+	else echo "promtool not found and no apt-get: the rules tests will skip" >&2; fi
+	@if command -v promtool >/dev/null; then touch $@; fi
+
 demo: $(DEMO_STAMP)
 	$(BIN)/greenml run --name demo-digits-mlp --tag example=digits --zone DE-LU --pue personal -- $(BIN)/python examples/train_digits.py
 	@echo ""
@@ -59,7 +71,7 @@ typecheck: $(TEST_STAMP)
 docs: $(TEST_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-unit: $(TEST_STAMP) $(CHROMIUM_STAMP)
+unit: $(TEST_STAMP) $(CHROMIUM_STAMP) $(PROMTOOL_STAMP)
 	$(BIN)/pytest -q
 
 test: lint typecheck docs unit
