@@ -138,6 +138,11 @@ if TYPE_CHECKING:
 )
 @click.option("--no-hostname", is_flag=True, help="Do not record the host name.")
 @click.option("-q", "--quiet", is_flag=True, help="No live status line and no summary.")
+@click.option(
+    "--kill-on-exit",
+    is_flag=True,
+    help="If greenml is killed, send COMMAND SIGTERM (Linux); by default it runs on, unmeasured.",
+)
 @accounting_options
 @when_options
 @click.argument(
@@ -154,6 +159,7 @@ def run(
     sample_hz: float,
     no_hostname: bool,
     quiet: bool,
+    kill_on_exit: bool,
     command: tuple[str, ...],
     when: str,
     deadline: str | None,
@@ -183,6 +189,7 @@ def run(
         include_hostname=not no_hostname,
         wait_for_store=json_path is not None,
         accounting=AccountingOptions(**accounting),
+        kill_on_exit=kill_on_exit,
     )
     green = None
     planned = (deadline, duration, earliest_start, min_chunk, max_pieces)

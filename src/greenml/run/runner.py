@@ -46,6 +46,7 @@ class RunOptions:
     wait_for_store: bool = False  # True: store the run before returning (needed for its record)
     accounting: AccountingOptions | None = None  # location, PUE, prices, instance
     extra: Callable[[], dict[str, Any]] | None = None  # more record blocks, asked for at the end
+    kill_on_exit: bool = False  # the command gets SIGTERM if greenml dies (Linux)
 
 
 @dataclass
@@ -95,7 +96,11 @@ def run_measured(
     events_path = _events_file()
     g_per_kwh, usd_per_kwh = _static_rates(options.accounting)
     tracker = ProgressTracker(events_path, started_at, g_per_kwh=g_per_kwh, usd_per_kwh=usd_per_kwh)
-    child = Child(options.command, env={**os.environ, ENV_VAR: events_path})
+    child = Child(
+        options.command,
+        env={**os.environ, ENV_VAR: events_path},
+        kill_on_exit=options.kill_on_exit,
+    )
     try:
         meter = Meter(
             gpus=options.gpus,
@@ -104,6 +109,9 @@ def run_measured(
             cpu_scope=options.cpu_scope,
             pid=child.pid,
             record_samples=True,
+            # Only the command's processes carry this file's name: daemons it
+            # starts are followed after they leave its process tree.
+            tree_marker=f"{ENV_VAR}={events_path}",
         )
         meter.begin_window(RUN_WINDOW, sync_execution=False)
         recorder = Recorder(
@@ -116,6 +124,7 @@ def run_measured(
                 hostname=socket.gethostname() if options.include_hostname else None,
                 db_url=options.db_url,
                 include_hostname=options.include_hostname,
+                extra={"kill_on_exit": True} if options.kill_on_exit else {},
             ),
             meter,
         )
@@ -131,10 +140,13 @@ def run_measured(
             if on_tick is not None:
                 on_tick(meter)
 
-        code = child.wait(tick=tick)
+        child.wait_exit(tick=tick)  # not reaped yet: the last reading sees its final CPU time
     finally:
         child.restore_signals()
-    measurement = meter.end_window(RUN_WINDOW, sync_execution=False)
+    try:
+        measurement = meter.end_window(RUN_WINDOW, sync_execution=False)
+    finally:
+        code = child.reap()
     try:  # the events written since the last tick
         ended = measurement.started_at.timestamp() + measurement.duration_s
         tracker.poll(measurement.total_j, ended)
