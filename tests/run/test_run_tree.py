@@ -144,3 +144,25 @@ def test_wait_exit_leaves_a_zombie_whose_cpu_time_is_final() -> None:
         child.restore_signals()
         code = child.reap()
     assert code == 4
+
+
+def test_a_pause_reaches_the_commands_daemons_too(tmp_path: Path) -> None:
+    from greenml.run.pausing import descendants
+
+    pidfile = tmp_path / "orphan"
+    orphan = f"import os, pathlib, time\npathlib.Path({str(pidfile)!r}).write_text(str(os.getpid()))\ntime.sleep(60)\n"  # noqa: E501
+    (tmp_path / "orphan.py").write_text(orphan)
+    env = {**os.environ, "GREENML_EVENTS": str(tmp_path / "events.jsonl")}
+    shell = subprocess.Popen(
+        ["sh", "-c", f"({PY} {tmp_path / 'orphan.py'} &); sleep 60"], env=env
+    )
+    try:
+        wait_for(lambda: pidfile.exists() and bool(pidfile.read_text()))
+        daemon = int(pidfile.read_text())
+        assert psutil.Process(daemon).ppid() != shell.pid  # it left the shell's tree
+        assert daemon in descendants(shell.pid)
+    finally:
+        if pidfile.exists() and pidfile.read_text():
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        shell.kill()
+        shell.wait()

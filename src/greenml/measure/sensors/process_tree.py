@@ -27,13 +27,32 @@ class _Tracked:
     cpu_s: float | None = None  # own + reaped children CPU seconds at the last read
 
 
-def _environ_has(pid: int, marker: bytes) -> bool:
-    """Whether ``NAME=VALUE`` (``marker``) is in the environment a process started with."""
+def _environ(pid: int) -> list[bytes]:
+    """The ``NAME=VALUE`` entries a process started with; none if unreadable."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as handle:
-            return marker in handle.read().split(b"\0")
+            return handle.read().split(b"\0")
     except OSError:  # gone, another user's, or no /proc
-        return False
+        return []
+
+
+def _environ_has(pid: int, marker: bytes) -> bool:
+    """Whether ``NAME=VALUE`` (``marker``) is in the environment a process started with."""
+    return marker in _environ(pid)
+
+
+def marked_processes(pid: int, name: str) -> list[int]:
+    """The other processes that carry ``pid``'s value of the environment variable ``name``.
+
+    ``greenml run`` gives its command a variable no other process has; the
+    processes that still carry it are the command's, wherever they now hang
+    (daemons re-parented away). Empty when ``pid`` has no such variable.
+    """
+    prefix = name.encode() + b"="
+    marker = next((e for e in _environ(pid) if e.startswith(prefix)), None)
+    if marker is None:
+        return []
+    return sorted(q for q in _pids() if q != pid and _environ_has(q, marker))
 
 
 def _pids() -> set[int]:
@@ -58,9 +77,7 @@ class ProcessTree:
     Args:
         pid: The root; the current process by default.
         marker: ``NAME=VALUE``: new processes whose environment has it join the
-            tree whoever their parent is (descendants that left the tree). The
-            processes are then a command started to be measured: their CPU time
-            from their start counts, not only from this tree's construction.
+            tree whoever their parent is (descendants that left the tree).
     """
 
     RESCAN_S = 1.0
@@ -93,11 +110,10 @@ class ProcessTree:
         self._pending_s = 0.0  # adjustments from members dropped by members()
         self._cpu_reported = 0.0
         try:
-            self.cpu_seconds()  # baseline: time spent before construction is not counted ...
+            self.cpu_seconds()  # baseline: time spent before construction is not counted
         except SensorError as exc:
             raise SensorUnavailable(str(exc)) from None
-        if self._marker is None:  # ... unless the processes are a command's, started for this
-            self._cpu_s = self._cpu_reported = 0.0
+        self._cpu_s = self._cpu_reported = 0.0
 
     def _discover(self) -> None:
         now = time.monotonic()
