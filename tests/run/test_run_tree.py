@@ -78,8 +78,8 @@ def test_a_short_command_is_measured_to_its_last_cpu_second(tmp_path: Path) -> N
 
 def test_daemonized_grandchildren_are_measured(tmp_path: Path) -> None:
     done = tmp_path / "done"
-    orphan = tmp_path / "orphan.py"  # burns, says so with its pid, and lingers
-    orphan.write_text(burn(0.6, "import os, pathlib, sys, time\n"
+    orphan = tmp_path / "orphan.py"  # waits for the run to start, burns, says so, lingers
+    orphan.write_text("import time\ntime.sleep(0.5)\n" + burn(0.6, "import os, pathlib, sys\n"
                       "pathlib.Path(sys.argv[1]).write_text(str(os.getpid()))\ntime.sleep(60)\n"))
     # ( ... &) orphans it at once: init, not the shell, is its parent
     script = f"({PY} {orphan} {done} >/dev/null 2>&1 &); while [ ! -s {done} ]; do sleep 0.05; done"

@@ -22,6 +22,8 @@ from greenml.errors import ConfigError
 from greenml.measure.events import ENV_VAR
 from greenml.measure.measurement import Measurement
 from greenml.measure.meter import Meter
+from greenml.measure.sensors.base import Sensor
+from greenml.measure.sensors.discover import discover_cpu_sensors, discover_sensors
 from greenml.run.process import Child
 from greenml.run.projection import ProgressTracker, Projection
 from greenml.run.recorder import Recorder, RunStart
@@ -96,23 +98,33 @@ def run_measured(
     events_path = _events_file()
     g_per_kwh, usd_per_kwh = _static_rates(options.accounting)
     tracker = ProgressTracker(events_path, started_at, g_per_kwh=g_per_kwh, usd_per_kwh=usd_per_kwh)
-    child = Child(
-        options.command,
-        env={**os.environ, ENV_VAR: events_path},
-        kill_on_exit=options.kill_on_exit,
-    )
+    # What needs no pid is opened before the command starts, so that the run
+    # window opens a few ms after it, not after NVML's start-up.
+    gpu_sensors, notes = _open_gpus(options)
     try:
-        meter = Meter(
-            gpus=options.gpus,
-            cpu=options.cpu,
-            sample_hz=options.sample_hz,
-            cpu_scope=options.cpu_scope,
-            pid=child.pid,
-            record_samples=True,
+        child = Child(
+            options.command,
+            env={**os.environ, ENV_VAR: events_path},
+            kill_on_exit=options.kill_on_exit,
+        )
+    except BaseException:
+        _close(gpu_sensors)
+        raise
+    try:
+        cpu_sensors: list[Sensor] = []
+        if options.cpu:
             # Only the command's processes carry this file's name: daemons it
             # starts are followed after they leave its process tree.
-            tree_marker=f"{ENV_VAR}={events_path}",
+            cpu_sensors, cpu_notes = discover_cpu_sensors(
+                options.cpu_scope, child.pid, marker=f"{ENV_VAR}={events_path}"
+            )
+            notes += cpu_notes
+        meter = Meter(
+            sensors=[*gpu_sensors, *cpu_sensors],
+            sample_hz=options.sample_hz,
+            record_samples=True,
         )
+        meter.notes[:0] = notes
         meter.begin_window(RUN_WINDOW, sync_execution=False)
         recorder = Recorder(
             RunStart(
@@ -176,6 +188,24 @@ def run_measured(
         forwarded_signals=child.forwarded,
         accounting=blocks,
     )
+
+
+def _open_gpus(options: RunOptions) -> tuple[list[Sensor], list[str]]:
+    """The GPU sensors and their notes; the CPU model's TDP table is looked up too (cached)."""
+    if options.cpu:
+        from greenml.hardware import cpu_model_name, cpu_tdp
+
+        with contextlib.suppress(Exception):  # only a warm-up: errors come when it is used
+            cpu_tdp(cpu_model_name())
+    if options.gpus is not None and len(options.gpus) == 0:
+        return [], []
+    return discover_sensors(options.gpus, cpu=False)
+
+
+def _close(sensors: list[Sensor]) -> None:
+    for sensor in sensors:
+        with contextlib.suppress(Exception):
+            sensor.close()
 
 
 def _events_file() -> str:
