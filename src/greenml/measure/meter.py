@@ -181,6 +181,10 @@ class Meter:
         self._counter_sensors = [s for s in self._sensors if any(d.has_counter for d in s.devices)]
         self._usage_sensors = [s for s in self._sensors if any(d.usage for d in s.devices)]
         self._sampled_sensors = [s for s in self._sensors if any(_sampled(d) for d in s.devices)]
+        self._sample_plan = [  # (sensor, has modelled devices, has devices read for power)
+            (s, s in self._usage_sensors, any(not d.usage for d in s.devices))
+            for s in self._sensors
+        ]
         self._windows: dict[str, _Begin] = {}
         self._windows_lock = threading.Lock()  # begin_window vs forget_before
         self._holds: dict[str, dict[str, float]] = {}  # holder → device → monotonic time
@@ -354,12 +358,12 @@ class Meter:
             # once a second is plenty: they wrap after minutes at the least.
             self._counters_read_at = mono
             self._read_counters()
-        for sensor in self._sensors:
+        for sensor, modelled, powered in self._sample_plan:
             powers: dict[str, float] = {}
             metrics: dict[str, dict[str, float]] = {}
-            if sensor in self._usage_sensors:
+            if modelled:
                 self._sample_usage(sensor, mono, powers, metrics)
-            if any(not d.usage for d in sensor.devices):
+            if powered:
                 powers.update(self._safe_read(sensor, sensor.read_power_w, "power"))
                 # Gauges only matter to the store; an in-process Meter skips reading them.
                 if powers and self._record_samples:

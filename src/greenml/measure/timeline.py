@@ -21,6 +21,7 @@ readings gets the model's energy for the utilization of that piece.
 
 from __future__ import annotations
 
+import operator
 import threading
 from array import array
 from bisect import bisect_right
@@ -309,8 +310,8 @@ class UsageTimeline:
 
 
 def _add(a: PartsJ, b: PartsJ) -> PartsJ:
-    return tuple(x + y for x, y in zip(a, b, strict=True))
+    return tuple(map(operator.add, a, b))
 
 
 def _sub(a: PartsJ, b: PartsJ) -> PartsJ:
-    return tuple(x - y for x, y in zip(a, b, strict=True))
+    return tuple(map(operator.sub, a, b))
