@@ -148,3 +148,56 @@ def test_on_the_same_setup_the_model_error_cancels_with_two_runs_per_side() -> N
         0.05,
     )
     assert other.outcome == "noise"
+
+
+# --------------------------------------------------- dynamic part on a shared machine
+
+
+def split(joules: float, static_j: float, **kw: Any) -> dict[str, Any]:
+    """A CPU-only run whose process-scope model split its energy: dynamic + static."""
+    out = record(joules, rel=kw.pop("rel", 0.01), tags={"samples": "1000"}, **kw)
+    cpu0 = out["energy"]["components"]["cpu"]["devices"]["cpu0"]
+    cpu0["parts"] = {
+        "dynamic": {"energy_j": cpu0["energy_j"] - static_j, "label": "CPU-seconds × 45 W"},
+        "static": {"energy_j": static_j, "label": "idle floor over the wall-clock time"},
+    }
+    return out
+
+
+def test_busy_neighbours_do_not_fail_the_gate_when_runs_have_their_dynamic_part() -> None:
+    # the same work: 20 J dynamic alone; beside busy neighbours it took longer, so its
+    # static share of the idle floor grew from 5 J to 9 J (+16 % in total)
+    alone, crowded = [split(25.0, 5.0)], [split(29.2, 9.0)]
+    verdict = check(alone, crowded, 0.05)
+    assert verdict.compared == "dynamic"
+    assert verdict.outcome == "pass"
+    assert verdict.change.change_rel == pytest.approx(0.01)
+    assert verdict.baseline.value == pytest.approx(20.0 / 1000)
+    assert "dynamic part: the total less the CPU's static idle-floor share" in verdict.line()
+    assert verdict.to_dict()["compared"] == "dynamic"
+    total = check(alone, crowded, 0.05, compare="total")
+    assert total.compared == "total" and total.outcome == "fail"
+    assert "dynamic" not in total.line()
+
+
+def test_the_total_is_compared_when_a_run_has_no_dynamic_part() -> None:
+    old = record(25.0, rel=0.01, tags={"samples": "1000"})  # stored before parts existed
+    verdict = check([old], [split(25.5, 5.0)], 0.05)
+    assert verdict.compared == "total"
+    assert verdict.to_dict()["compared"] == "total"
+    with pytest.raises(ConfigError, match=r"no dynamic/static split.*compare the total"):
+        check([old], [split(25.5, 5.0)], 0.05, compare="dynamic")
+    with pytest.raises(ConfigError, match="compare must be one of"):
+        check([old], [old], 0.05, compare="some")
+
+
+def test_dynamic_energy_keeps_gpu_and_dram_and_their_uncertainty() -> None:
+    from greenml.report.gate import dynamic_energy
+
+    run = split(125.0, 5.0, gpu_j=100.0, rel=0.1)  # cpu 25 J of which 5 J static
+    amount = dynamic_energy(run)
+    assert amount is not None
+    assert amount.value == pytest.approx(120.0)
+    # gpu ±10 J and cpu ±2 J (10 % of its 20 J dynamic), independent: in quadrature
+    assert amount.uncertainty_rel == pytest.approx(math.hypot(10.0, 2.0) / 120.0)
+    assert dynamic_energy(record(10.0)) is None

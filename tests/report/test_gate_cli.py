@@ -144,3 +144,24 @@ def test_unreadable_and_foreign_json_exit_two(
     assert code == 2 and "is not a greenml run record" in err
     code, _, err = check(capsys, "--db", db, "-b", str(tmp_path / "missing.json"), "-c", "c1c1")
     assert code == 2 and "cannot read" in err
+
+
+def test_compare_total_is_an_option_and_the_line_says_what_was_compared(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    def split(joules: float, static_j: float, run_id: str) -> dict[str, Any]:
+        out = record(joules, rel=0.01, tags={"samples": "1000"}, run_id=run_id)
+        out["energy"]["components"]["cpu"]["devices"]["cpu0"]["parts"] = {
+            "dynamic": {"energy_j": joules - static_j, "label": "CPU-seconds"},
+            "static": {"energy_j": static_j, "label": "idle floor"},
+        }
+        return out
+
+    base = write(tmp_path, "base.json", split(25.0, 5.0, "aaaaaaaaaaaa"))
+    cand = write(tmp_path, "cand.json", split(29.2, 9.0, "bbbbbbbbbbbb"))
+    code, out, _ = check(capsys, "-b", base, "-c", cand)
+    assert code == 0 and "dynamic part" in out
+    code, out, _ = check(capsys, "-b", base, "-c", cand, "--compare", "total")
+    assert code == 1 and "dynamic" not in out
+    code, out, _ = check(capsys, "-b", base, "-c", cand, "--json")
+    assert json.loads(out)["compared"] == "dynamic"

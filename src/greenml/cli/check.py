@@ -2,7 +2,9 @@
 
 Exit codes: 0 pass (also when an increase above the allowance is within the
 measurement noise), 1 fail, 2 bad input (unknown run, unreadable JSON, units of
-work that differ). The rule is in :mod:`greenml.report.gate`.
+work that differ). The rule is in :mod:`greenml.report.gate`, and so is which
+energy is compared (``--compare``): by default the dynamic part when every run
+records it, so that busy neighbours on a shared machine do not move the verdict.
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ Examples:
     help="Allowed increase of energy per unit of work: 5% or 5 (a bare number is percent).",
 )
 @click.option("--unit", metavar="UNIT", help="Unit of work when runs tag several (e.g. samples).")
+@click.option(
+    "--compare",
+    type=click.Choice(["auto", "total", "dynamic"]),
+    default="auto",
+    show_default=True,
+    help="Energy compared: the total, or the dynamic part (the total less the CPU's "
+    "static idle-floor share); auto: dynamic when every run records it.",
+)
 @json_option("Print the verdict as JSON on stdout.")
 @db_option
 @click.pass_context
@@ -52,6 +62,7 @@ def check(
     candidates: tuple[str, ...],
     max_increase: str,
     unit: str | None,
+    compare: str,
     as_json: bool,
     db_url: str | None,
 ) -> None:
@@ -61,7 +72,7 @@ def check(
 
     allowed = parse_threshold(max_increase)
     base, cand = _load([baselines, candidates], db_url)
-    verdict = run_check(base, cand, allowed, unit=unit)
+    verdict = run_check(base, cand, allowed, unit=unit, compare=compare)
     if as_json:
         click.echo(json.dumps(verdict.to_dict(), ensure_ascii=False))
     else:

@@ -133,6 +133,11 @@ if TYPE_CHECKING:
 @sample_hz_option(1.0)
 @click.option("--no-hostname", is_flag=True, help="Do not record the host name.")
 @click.option("-q", "--quiet", is_flag=True, help="No live status line and no summary.")
+@click.option(
+    "--kill-on-exit",
+    is_flag=True,
+    help="If greenml is killed, send COMMAND SIGTERM (Linux); by default it runs on, unmeasured.",
+)
 @accounting_options
 @when_options
 @click.argument(
@@ -149,6 +154,7 @@ def run(
     sample_hz: float,
     no_hostname: bool,
     quiet: bool,
+    kill_on_exit: bool,
     command: tuple[str, ...],
     when: str,
     deadline: str | None,
@@ -177,6 +183,7 @@ def run(
         wait_for_store=json_out is not None,
         json_out=json_out,
         accounting=AccountingOptions(**accounting),
+        kill_on_exit=kill_on_exit,
     )
     green = None
     planned = (deadline, duration, earliest_start, min_chunk, max_pieces)

@@ -6,6 +6,11 @@ Units are joules and seconds. Every device figure says how it was obtained:
 - ``power-integrated``: sampled power integrated over time (trapezoid rule);
 - ``estimated``: a model (utilization × TDP curve, W per GB of memory, ...).
 
+A device may also split its energy into labelled ``parts``: the process-scope
+CPU model gives the ``dynamic`` energy the work's CPU-seconds caused and the
+``static`` share of the machine's idle floor over the wall-clock time. Records
+stored before parts existed simply have none.
+
 Uncertainties are relative (0.05 means ±5 %). Devices of one component share a
 sensor type, so their errors are taken as fully correlated (absolute errors add);
 components come from independent sensors, so the total combines them in
@@ -29,10 +34,26 @@ _METHOD_RANK: dict[str, int] = {COUNTER: 0, POWER_INTEGRATED: 1, ESTIMATED: 2}
 
 JOULES_PER_KWH = 3.6e6
 
+DYNAMIC = "dynamic"
+"""Part name: energy the work itself caused (the CPU model: from its CPU-seconds)."""
+STATIC = "static"
+"""Part name: the work's share of the idle floor, charged over the wall-clock time."""
+
 
 def weakest_method(methods: list[str]) -> str:
     """The least direct of several methods (``estimated`` beats ``counter``)."""
     return max(methods, key=lambda m: _METHOD_RANK.get(m, 3))
+
+
+@dataclass(slots=True)
+class EnergyPart:
+    """A labelled part of a device's energy (see :data:`DYNAMIC`, :data:`STATIC`)."""
+
+    energy_j: float
+    label: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"energy_j": self.energy_j, "label": self.label}
 
 
 @dataclass(slots=True)
@@ -41,6 +62,8 @@ class DeviceEnergy:
 
     Treat as read-only. Not frozen: a frozen dataclass costs 4× more to create,
     and the Meter creates one per device at every window end.
+
+    ``parts``, when given, split ``energy_j`` into labelled parts that add up to it.
     """
 
     energy_j: float
@@ -48,6 +71,12 @@ class DeviceEnergy:
     uncertainty_rel: float
     name: str = ""
     note: str = ""
+    parts: dict[str, EnergyPart] | None = None
+
+    def part_j(self, name: str) -> float | None:
+        """Joules of one part, ``None`` when the device does not split its energy so."""
+        part = self.parts.get(name) if self.parts else None
+        return part.energy_j if part is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -58,6 +87,8 @@ class DeviceEnergy:
         }
         if self.note:
             out["note"] = self.note
+        if self.parts:
+            out["parts"] = {name: part.to_dict() for name, part in self.parts.items()}
         return out
 
 
@@ -130,6 +161,16 @@ class Measurement:
         comp = self.components.get(component)
         return comp.energy_j if comp else 0.0
 
+    def part_j(self, name: str) -> float | None:
+        """Joules of one part summed over the devices that report it; ``None`` if none does."""
+        found = [
+            j
+            for c in self.components.values()
+            for d in c.devices.values()
+            if (j := d.part_j(name)) is not None
+        ]
+        return sum(found) if found else None
+
     @classmethod
     def from_dict(
         cls, name: str, started_at: datetime, duration_s: float, block: dict[str, Any]
@@ -171,12 +212,19 @@ class Measurement:
 
 
 def _device_from_dict(d: dict[str, Any]) -> DeviceEnergy:
+    parts = d.get("parts")  # absent in records stored before parts existed
     return DeviceEnergy(
         float(d["energy_j"]),
         str(d["method"]),
         float(d["uncertainty_rel"]),
         str(d.get("name", "")),
         str(d.get("note", "")),
+        {
+            name: EnergyPart(float(p["energy_j"]), str(p.get("label", "")))
+            for name, p in parts.items()
+        }
+        if isinstance(parts, dict) and parts
+        else None,
     )
 
 

@@ -1,9 +1,14 @@
 """The Meter: cheap named energy windows over a set of sensors.
 
 A window is two snapshots: at ``begin_window`` the Meter notes the time and
-reads the energy counters; at ``end_window`` it does the same and subtracts.
-Devices without a counter are integrated from the power timeline that one
-background sampler thread per Meter records. Windows may nest and overlap.
+reads every device; at ``end_window`` it does the same. A device with an energy
+counter gives the difference of its counter. A modelled device with usage
+counters (the CPU model: CPU-seconds) gives its model over the pieces of the
+window, cut at the sampler's readings, each piece exact for its utilization.
+Any other device is integrated from its power timeline — the readings of one
+background sampler thread per Meter — with the window's own two readings as
+its edges. So a window shorter than the sampling period is never read as the
+power before it began. Windows may nest and overlap.
 
 A failing sensor never raises into the user's program: the Meter records the
 gap, labels the affected figures, and logs one warning per device.
@@ -34,35 +39,52 @@ from greenml.measure.measurement import (
     POWER_INTEGRATED,
     ComponentEnergy,
     DeviceEnergy,
+    EnergyPart,
     Measurement,
     Sample,
 )
 from greenml.measure.sensors.base import Device, Sensor
-from greenml.measure.timeline import PowerTimeline
+from greenml.measure.timeline import PartsJ, PowerTimeline, Usage, UsageTimeline
 
 log = logging.getLogger("greenml")
 
 Clock = Callable[[], float]
 
 
+_NONE: dict[str, Any] = {}  # shared, never written: a boundary with nothing of a kind to read
+
+
+@dataclass(slots=True)
+class _Edges:
+    """What the Meter reads at a window boundary, per device key."""
+
+    counters: dict[str, float]  # energy counters (J)
+    usage: dict[str, Usage]  # usage counters of modelled devices
+    powers: dict[str, float]  # power of sampled devices (W)
+
+
 @dataclass(slots=True)
 class _Begin:
     mono_s: float
     wall_s: float
-    counters: dict[str, float]
-    # energy_at(mono_s) per device, fixed once a sample after mono_s exists;
-    # with it the window no longer needs the samples before its start
+    edges: _Edges
+    # Fixed once a sample after mono_s exists; with them the window no longer
+    # needs the samples before its start. pinned_j: the power timeline's value
+    # at the start (start_offset with a reading, else energy_at); pinned_usage:
+    # the usage timeline's start_offset.
     pinned_j: dict[str, float] = field(default_factory=dict)
+    pinned_usage: dict[str, PartsJ] = field(default_factory=dict)
 
 
 class _Channel:
-    """What the Meter keeps per device: its power timeline and its gaps."""
+    """What the Meter keeps per device: its timelines and its gaps."""
 
-    __slots__ = ("device", "gap_start", "gaps", "timeline")
+    __slots__ = ("device", "gap_start", "gaps", "timeline", "usage")
 
-    def __init__(self, device: Device) -> None:
+    def __init__(self, device: Device, usage: UsageTimeline | None = None) -> None:
         self.device = device
         self.timeline = PowerTimeline()
+        self.usage = usage  # modelled devices: the usage readings of the sampler
         self.gaps: list[tuple[float, float]] = []  # closed intervals without data
         self.gap_start: float | None = None  # an open gap began here
 
@@ -106,6 +128,9 @@ class Meter:
         publish_windows: Send each finished window as a ``window`` event to
             ``greenml run`` (see :mod:`greenml.measure.events`), which stores it with
             the run under ``NAME/rankR``; a no-op outside ``greenml run``.
+        tree_marker: ``NAME=VALUE`` in the environment of the processes of the
+            tree of ``pid``: those are followed even after they leave the tree
+            (daemons); ``greenml run`` sets one.
     """
 
     def __init__(
@@ -122,6 +147,7 @@ class Meter:
         publish_windows: bool = False,
         clock: Clock = time.monotonic,
         wall_clock: Clock = time.time,
+        tree_marker: str | None = None,
     ) -> None:
         if sample_hz < 0 or not math.isfinite(sample_hz):
             raise ConfigError(f"sample_hz must be a finite number >= 0, got {sample_hz}")
@@ -129,7 +155,7 @@ class Meter:
         if sensors is None:
             from greenml.measure.sensors.discover import discover_sensors
 
-            sensors, self.notes = discover_sensors(gpus, cpu, cpu_scope, pid)
+            sensors, self.notes = discover_sensors(gpus, cpu, cpu_scope, pid, tree_marker)
         self._sensors = list(sensors)
         self._clock = clock
         self._wall_offset = wall_clock() - clock()
@@ -140,10 +166,25 @@ class Meter:
             for device in sensor.devices:
                 if device.key in self._channels:
                     raise ConfigError(f"two sensors report device {device.key!r}")
-                self._channels[device.key] = _Channel(device)
+                usage = None
+                if device.usage:
+                    usage = UsageTimeline(sensor.usage_model(device.key), 1 + len(device.parts))
+                self._channels[device.key] = _Channel(device, usage)
                 if device.note:
                     self.notes.append(f"{device.key}: {device.note}")
+        # per device: what _measure needs, looked up once
+        self._plan = [
+            (key, ch, ch.device, ch.device.component, ch.device.has_counter)
+            for key, ch in self._channels.items()
+        ]
+        self._components = list(dict.fromkeys(component for _, _, _, component, _ in self._plan))
         self._counter_sensors = [s for s in self._sensors if any(d.has_counter for d in s.devices)]
+        self._usage_sensors = [s for s in self._sensors if any(d.usage for d in s.devices)]
+        self._sampled_sensors = [s for s in self._sensors if any(_sampled(d) for d in s.devices)]
+        self._sample_plan = [  # (sensor, has modelled devices, has devices read for power)
+            (s, s in self._usage_sensors, any(not d.usage for d in s.devices))
+            for s in self._sensors
+        ]
         self._windows: dict[str, _Begin] = {}
         self._windows_lock = threading.Lock()  # begin_window vs forget_before
         self._holds: dict[str, dict[str, float]] = {}  # holder → device → monotonic time
@@ -177,7 +218,7 @@ class Meter:
             self._sync()
         with self._windows_lock:  # forget_before sees either this window or a later clock
             mono = self._clock()
-            self._windows[name] = _Begin(mono, mono + self._wall_offset, self._read_counters())
+            self._windows[name] = _Begin(mono, mono + self._wall_offset, self._read_edges())
 
     def end_window(self, name: str, sync_execution: bool = True) -> Measurement:
         """Close a window and return what it measured."""
@@ -187,7 +228,7 @@ class Meter:
         if sync_execution:
             self._sync()
         try:  # measured while still open, so forget_before keeps what it reads
-            measurement = self._measure(name, begin, self._clock(), self._read_counters())
+            measurement = self._measure(name, begin, self._clock(), self._read_edges())
         finally:
             with self._windows_lock:
                 ended = self._windows.get(name) is begin
@@ -204,7 +245,7 @@ class Meter:
         begin = self._windows.get(name)
         if begin is None:
             raise WindowError(f"window {name!r} is not open")
-        return self._measure(name, begin, self._clock(), self._read_counters())
+        return self._measure(name, begin, self._clock(), self._read_edges())
 
     @contextmanager
     def window(self, name: str, sync_execution: bool = True) -> Iterator[WindowHandle]:
@@ -216,51 +257,86 @@ class Meter:
         finally:
             handle.measurement = self.end_window(name, sync_execution)
 
-    def _measure(
-        self, name: str, begin: _Begin, end_mono: float, counters: dict[str, float]
-    ) -> Measurement:
+    def _measure(self, name: str, begin: _Begin, end_mono: float, edges: _Edges) -> Measurement:
         duration = max(0.0, end_mono - begin.mono_s)
-        per_component: dict[str, dict[str, DeviceEnergy]] = {}
-        start_counters = begin.counters
-        for key, channel in self._channels.items():
-            device = channel.device
-            start_j, end_j = start_counters.get(key), counters.get(key)
-            if start_j is not None and end_j is not None:  # the hot path: two counter reads
-                energy = DeviceEnergy(
-                    end_j - start_j, device.method, device.uncertainty_rel, device.name
-                )
-            else:
-                energy = self._device_energy(channel, begin, end_mono, duration)
-            per_component.setdefault(device.component, {})[key] = energy
+        per_component: dict[str, dict[str, DeviceEnergy]] = {c: {} for c in self._components}
+        start_c, end_c = begin.edges.counters, edges.counters
+        start_u, end_u = begin.edges.usage, edges.usage
+        for key, channel, device, component, counted in self._plan:
+            devices = per_component[component]
+            if counted:  # the hot path: two counter reads
+                start_j, end_j = start_c.get(key), end_c.get(key)
+                if start_j is not None and end_j is not None:
+                    devices[key] = DeviceEnergy(
+                        end_j - start_j, device.method, device.uncertainty_rel, device.name
+                    )
+                    continue
+            elif channel.usage is not None:
+                first, last = start_u.get(key), end_u.get(key)
+                if first is not None and last is not None:
+                    devices[key] = self._usage_energy(channel, begin, first, end_mono, last)
+                    continue
+            devices[key] = self._device_energy(channel, begin, end_mono, duration, edges)
         started = datetime.fromtimestamp(begin.wall_s, tz=timezone.utc)
         components = {c: ComponentEnergy(devices) for c, devices in per_component.items()}
         return Measurement(name, started, duration, components)
 
+    def _usage_energy(
+        self, channel: _Channel, begin: _Begin, start: Usage, end_mono: float, end: Usage
+    ) -> DeviceEnergy:
+        """A modelled device's energy from its usage counters, read at both edges."""
+        device, usage = channel.device, channel.usage
+        assert usage is not None
+        joules = usage.between_readings(
+            begin.mono_s, start, max(end_mono, begin.mono_s), end,
+            begin.pinned_usage.get(device.key),
+        )  # fmt: skip
+        parts = None
+        if device.parts:
+            parts = {
+                name: EnergyPart(j, label)
+                for (name, label), j in zip(device.parts, joules[1:], strict=True)
+            }
+        return DeviceEnergy(
+            joules[0], device.method, device.uncertainty_rel, device.name, "", parts
+        )
+
     def _device_energy(
-        self, channel: _Channel, begin: _Begin, end: float, duration: float
+        self, channel: _Channel, begin: _Begin, end: float, duration: float, edges: _Edges
     ) -> DeviceEnergy:
         """Energy of a device without both counter readings: from its power timeline."""
         device = channel.device
         if device.has_counter:
             method, note = POWER_INTEGRATED, "energy counter unreadable; sampled power integrated"
+        elif device.usage:
+            method, note = device.method, "usage counters unreadable; sampled power integrated"
         else:
             method, note = device.method, ""
         if duration == 0:
             return DeviceEnergy(0.0, method, device.uncertainty_rel, device.name, note)
         line = channel.timeline
-        covered_end = end
-        if channel.gap_start is not None and line.last_time_s is not None:
-            covered_end = min(
-                end, max(begin.mono_s, line.last_time_s)
-            )  # no extrapolation into a gap
-        if not len(line):
-            return DeviceEnergy(0.0, method, 1.0, device.name, "no power reading in this window")
-        energy_j = line.energy_at(covered_end)
-        start_j = line.energy_at(begin.mono_s)
-        # Read after it: forget_before pins before it trims, so a trim that made
-        # start_j stale has left its pin here (the same value, kept).
-        start_j = begin.pinned_j.get(channel.device.key, start_j)
-        energy = energy_j - start_j if covered_end > begin.mono_s else 0.0
+        key = device.key
+        start_w, end_w = begin.edges.powers.get(key), edges.powers.get(key)
+        if start_w is not None and end_w is not None:  # the window's own readings at its edges
+            energy = line.between_readings(
+                begin.mono_s, start_w, end, end_w, begin.pinned_j.get(key)
+            )
+        else:
+            if not len(line):
+                return DeviceEnergy(
+                    0.0, method, 1.0, device.name, "no power reading in this window"
+                )
+            covered_end = end
+            if channel.gap_start is not None and line.last_time_s is not None:
+                covered_end = min(
+                    end, max(begin.mono_s, line.last_time_s)
+                )  # no extrapolation into a gap
+            energy_j = line.energy_at(covered_end)
+            start_j = line.energy_at(begin.mono_s)
+            # Read after it: forget_before pins before it trims, so a trim that made
+            # start_j stale has left its pin here (the same value, kept).
+            start_j = begin.pinned_j.get(key, start_j)
+            energy = energy_j - start_j if covered_end > begin.mono_s else 0.0
         # A reading stands for its neighbourhood: over a window only a few sample
         # periods long, the unknown power between readings dominates the error.
         sampling = min(1.0, 0.5 * self._period_s / duration)
@@ -282,15 +358,22 @@ class Meter:
             # once a second is plenty: they wrap after minutes at the least.
             self._counters_read_at = mono
             self._read_counters()
-        for sensor in self._sensors:
-            powers = self._safe_read(sensor, sensor.read_power_w, "power")
-            # Gauges only matter to the store; an in-process Meter skips reading them.
-            wanted = bool(powers) and self._record_samples
-            metrics = self._safe_read(sensor, sensor.read_metrics, "metrics") if wanted else {}
+        for sensor, modelled, powered in self._sample_plan:
+            powers: dict[str, float] = {}
+            metrics: dict[str, dict[str, float]] = {}
+            if modelled:
+                self._sample_usage(sensor, mono, powers, metrics)
+            if powered:
+                powers.update(self._safe_read(sensor, sensor.read_power_w, "power"))
+                # Gauges only matter to the store; an in-process Meter skips reading them.
+                if powers and self._record_samples:
+                    metrics = {**self._safe_read(sensor, sensor.read_metrics, "metrics"), **metrics}
             for device in sensor.devices:
                 channel = self._channels[device.key]
                 power = powers.get(device.key)
                 if power is None:
+                    if device.usage and channel.usage is not None and len(channel.usage) <= 1:
+                        continue  # the first usage reading: no piece to give a power for yet
                     if channel.gap_start is None:
                         channel.gap_start = channel.timeline.last_time_s or mono
                         self._warn_once(device.key, f"{device.key} ({device.name}) gave no reading")
@@ -305,6 +388,29 @@ class Meter:
                     )
                     with self._samples_lock:
                         self._pending.append(sample)
+
+    def _sample_usage(
+        self,
+        sensor: Sensor,
+        mono: float,
+        powers: dict[str, float],
+        metrics: dict[str, dict[str, float]],
+    ) -> None:
+        """Append a usage reading per modelled device; its power is the model's over the piece."""
+        with self._energy_lock:
+            readings = self._safe_read(sensor, sensor.read_usage, "usage")
+        for key, reading in readings.items():
+            usage = self._channels[key].usage
+            if usage is None:
+                continue
+            before = usage.last_time_s
+            previous = usage.last_usage
+            piece = usage.append(mono, reading)
+            if piece is None or before is None or previous is None:
+                continue
+            powers[key] = piece[0] / (mono - before)
+            if self._record_samples:
+                metrics[key] = sensor.usage_metrics(key, mono - before, previous, reading)
 
     def drain_samples(self) -> list[Sample]:
         """Samples recorded since the last call (needs ``record_samples=True``)."""
@@ -370,18 +476,29 @@ class Meter:
             for marks in self._holds.values():
                 cut = min(cut, marks.get(key, math.inf))
             begins = tuple(self._windows.values())
+        usage = channel.usage
         for begin in begins:
-            if key in begin.pinned_j:
-                continue
-            last = line.last_time_s
-            if last is not None and last > begin.mono_s:  # energy at the start is final
-                begin.pinned_j[key] = line.energy_at(begin.mono_s)
-            else:
-                cut = min(cut, begin.mono_s)
+            if key not in begin.pinned_j:
+                last = line.last_time_s
+                if last is not None and last > begin.mono_s:  # energy at the start is final
+                    start_w = begin.edges.powers.get(key)
+                    pin = None if start_w is None else line.start_offset(begin.mono_s, start_w)
+                    begin.pinned_j[key] = line.energy_at(begin.mono_s) if pin is None else pin
+                else:
+                    cut = min(cut, begin.mono_s)
+            start_u = begin.edges.usage.get(key)
+            if usage is not None and start_u is not None and key not in begin.pinned_usage:
+                offset = usage.start_offset(begin.mono_s, start_u)
+                if offset is not None:
+                    begin.pinned_usage[key] = offset
+                else:
+                    cut = min(cut, begin.mono_s)
         gaps = channel.gaps  # closed gaps wholly before every open window and the cut
         oldest = min([cut, *(b.mono_s for b in begins)])
         done = next((i for i, (_, end) in enumerate(gaps) if end >= oldest), len(gaps))
         del gaps[:done]
+        if usage is not None:
+            usage.trim(cut, min_fraction=0.5)
         return line.trim(cut, min_fraction=0.5)
 
     def release(self, holder: str) -> None:
@@ -410,16 +527,41 @@ class Meter:
                 counters.update(self._safe_read(sensor, sensor.read_energy_j, "energy"))
         return counters
 
+    def _read_edges(self) -> _Edges:
+        """Counters, usage counters and the power of sampled devices, read now."""
+        counters: dict[str, float] = {} if self._counter_sensors else _NONE
+        usage: dict[str, Usage] = {} if self._usage_sensors else _NONE
+        powers: dict[str, float] = {} if self._sampled_sensors else _NONE
+        with self._energy_lock:
+            for sensor in self._counter_sensors:
+                try:  # inline, not _safe_read: this runs at every window boundary
+                    counters.update(sensor.read_energy_j())
+                except Exception as exc:
+                    self._read_failed(sensor, "energy", exc)
+            for sensor in self._usage_sensors:
+                try:
+                    usage.update(sensor.read_usage())
+                except Exception as exc:
+                    self._read_failed(sensor, "usage", exc)
+            for sensor in self._sampled_sensors:
+                try:
+                    powers.update(sensor.read_power_w())
+                except Exception as exc:
+                    self._read_failed(sensor, "power", exc)
+        return _Edges(counters, usage, powers)
+
     def _safe_read(
         self, sensor: Sensor, read: Callable[[], dict[str, Any]], what: str
     ) -> dict[str, Any]:
         try:
             return read()
         except Exception as exc:  # SensorError, or a bug in a backend: never the user's problem
-            self._warn_once(
-                f"{id(sensor)}:{what}", f"{type(sensor).__name__} {what} read failed: {exc}"
-            )
+            self._read_failed(sensor, what, exc)
             return {}
+
+    def _read_failed(self, sensor: Sensor, what: str, exc: Exception) -> None:
+        name = type(sensor).__name__
+        self._warn_once(f"{id(sensor)}:{what}", f"{name} {what} read failed: {exc}")
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
@@ -457,6 +599,11 @@ class Meter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _sampled(device: Device) -> bool:
+    """Whether a device's energy is integrated from its power readings."""
+    return not device.has_counter and not device.usage
 
 
 def _publish(m: Measurement) -> None:

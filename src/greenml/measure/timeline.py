@@ -8,17 +8,35 @@ window is two binary searches and a little arithmetic, however long the run.
 A long-lived owner (a server's Meter) bounds memory with :meth:`PowerTimeline.trim`:
 it drops old samples but never rebases the running integral, so every query at
 or after the trim time gives exactly the answer it gave before.
+
+A window that takes its own readings at its start and end (the Meter does)
+asks :meth:`PowerTimeline.between_readings`: its edges come from those
+readings, not from samples up to a sampling period away, so a window shorter
+than the sampling period is not read as the power before it began.
+
+:class:`UsageTimeline` does the same for devices whose energy is a model of
+cumulative counters (the CPU model over CPU-seconds): each piece between two
+readings gets the model's energy for the utilization of that piece.
 """
 
 from __future__ import annotations
 
+import operator
 import threading
 from array import array
 from bisect import bisect_right
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     _Arrays = tuple[array[float], array[float], array[float]]  # times, powers, cumulative J
+
+Usage = tuple[float, ...]
+"""One reading of a device's cumulative usage counters (e.g. CPU-seconds)."""
+PartsJ = tuple[float, ...]
+"""Energy of a piece of time by the model: ``(total, *parts)`` in joules."""
+UsageModel = Callable[[float, Usage, Usage], PartsJ]
+"""``(duration_s, start, end)`` → joules of the piece between two readings."""
 
 
 class PowerTimeline:
@@ -108,6 +126,48 @@ class PowerTimeline:
             return _energy_at(arrays, n, end_s) - (cum[0] + p[0] * (start_s - t[0]))
         return _energy_at(arrays, n, end_s) - _energy_at(arrays, n, start_s)
 
+    def between_readings(
+        self,
+        start_s: float,
+        start_w: float,
+        end_s: float,
+        end_w: float,
+        pinned_j: float | None = None,
+    ) -> float:
+        """Joules between two readings taken at ``start_s`` and ``end_s``.
+
+        The samples strictly between them are used as usual (trapezoids); the
+        edges join each reading to its nearest sample. With no sample between
+        them, the window is the trapezoid of its two readings.
+
+        Args:
+            pinned_j: :meth:`start_offset` for this start, kept by a caller
+                that may have trimmed the samples after the start since.
+        """
+        arrays = self._arrays
+        t, p, cum = arrays
+        n = len(t)
+        first = bisect_right(t, start_s, 0, n)  # first sample after the start
+        last = bisect_right(t, end_s, 0, n) - 1  # last sample up to the end
+        if first > last:
+            return 0.5 * (start_w + end_w) * (end_s - start_s) if end_s > start_s else 0.0
+        if pinned_j is None:
+            pinned_j = cum[first] - 0.5 * (start_w + p[first]) * (t[first] - start_s)
+        return cum[last] + 0.5 * (p[last] + end_w) * (end_s - t[last]) - pinned_j
+
+    def start_offset(self, start_s: float, start_w: float) -> float | None:
+        """The running integral a reading at ``start_s`` stands for, once a later sample exists.
+
+        With it a window no longer needs the samples before that later sample
+        (see :meth:`between_readings`); ``None`` while there is none.
+        """
+        t, p, cum = self._arrays
+        n = len(t)
+        first = bisect_right(t, start_s, 0, n)
+        if first >= n:
+            return None
+        return cum[first] - 0.5 * (start_w + p[first]) * (t[first] - start_s)
+
     def power_at(self, time_s: float) -> float | None:
         """Interpolated watts at a time, ``None`` for an empty timeline."""
         t, p, _ = self._arrays
@@ -149,3 +209,109 @@ def _energy_at(arrays: _Arrays, n: int, time_s: float) -> float:
     dt = time_s - t[i]
     slope = (p[i + 1] - p[i]) / (t[i + 1] - t[i])
     return cum[i] + dt * (p[i] + 0.5 * slope * dt)
+
+
+class UsageTimeline:
+    """Sampler readings of cumulative usage counters, with the model's running energy.
+
+    Each reading is ``(time_s, usage)``. The energy of the piece between two
+    consecutive readings is ``model(duration, start, end)``, a tuple of
+    ``(total, *parts)`` joules, and a running sum of those is kept. The energy
+    between two readings a window takes itself is then the model over its
+    edge pieces plus the running sum between: exact for the utilization of
+    every piece, and the same answer however many other windows are open.
+
+    Threading as :class:`PowerTimeline`: one writer, lock-free readers.
+    """
+
+    __slots__ = ("_lists", "_lock", "_model", "_zero")
+
+    def __init__(self, model: UsageModel, n_parts: int = 1) -> None:
+        self._model = model
+        self._zero: PartsJ = (0.0,) * n_parts
+        # times, usage readings, running energy (per part) at each reading
+        self._lists: tuple[array[float], list[Usage], list[PartsJ]] = (array("d"), [], [])
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._lists[0])
+
+    @property
+    def last_time_s(self) -> float | None:
+        t = self._lists[0]
+        return t[-1] if t else None
+
+    @property
+    def last_usage(self) -> Usage | None:
+        u = self._lists[1]
+        return u[-1] if u else None
+
+    def append(self, time_s: float, usage: Usage) -> PartsJ | None:
+        """Add a reading; the model's joules since the previous one (None: first, or late)."""
+        with self._lock:
+            t, u, cum = self._lists
+            n = len(t)
+            if n and time_s <= t[n - 1]:
+                return None
+            piece = self._model(time_s - t[n - 1], u[n - 1], usage) if n else None
+            u.append(usage)
+            cum.append(_add(cum[n - 1], piece) if piece is not None else self._zero)
+            t.append(time_s)  # last: a reader that sees it finds the rest ready
+            return piece
+
+    def model(self, duration_s: float, start: Usage, end: Usage) -> PartsJ:
+        """The model's joules between two readings, nothing in between considered."""
+        return self._model(duration_s, start, end) if duration_s > 0 else self._zero
+
+    def between_readings(
+        self,
+        start_s: float,
+        start: Usage,
+        end_s: float,
+        end: Usage,
+        pinned: PartsJ | None = None,
+    ) -> PartsJ:
+        """Joules ``(total, *parts)`` between two readings a window took itself.
+
+        Args:
+            pinned: :meth:`start_offset` for this start (the caller may have
+                trimmed the readings after the start since).
+        """
+        t, u, cum = self._lists
+        n = len(t)
+        first = bisect_right(t, start_s, 0, n)
+        last = bisect_right(t, end_s, 0, n) - 1
+        if first > last:
+            return self.model(end_s - start_s, start, end)
+        if pinned is None:
+            pinned = _sub(cum[first], self.model(t[first] - start_s, start, u[first]))
+        tail = self.model(end_s - t[last], u[last], end)
+        return tuple(c + x - s for c, x, s in zip(cum[last], tail, pinned, strict=True))
+
+    def start_offset(self, start_s: float, start: Usage) -> PartsJ | None:
+        """What :meth:`between_readings` subtracts for this start; None until a later reading."""
+        t, u, cum = self._lists
+        n = len(t)
+        first = bisect_right(t, start_s, 0, n)
+        if first >= n:
+            return None
+        return _sub(cum[first], self.model(t[first] - start_s, start, u[first]))
+
+    def trim(self, before_s: float, *, min_fraction: float = 0.0) -> int:
+        """Drop readings no query at or after ``before_s`` needs (as :meth:`PowerTimeline.trim`)."""
+        with self._lock:
+            t, u, cum = self._lists
+            n = len(t)
+            k = bisect_right(t, before_s, 0, n) - 1
+            if k <= 0 or k < min_fraction * n:
+                return 0
+            self._lists = (t[k:], u[k:], cum[k:])
+            return k
+
+
+def _add(a: PartsJ, b: PartsJ) -> PartsJ:
+    return tuple(map(operator.add, a, b))
+
+
+def _sub(a: PartsJ, b: PartsJ) -> PartsJ:
+    return tuple(map(operator.sub, a, b))

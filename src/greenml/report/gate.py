@@ -20,6 +20,15 @@ the run-to-run spread alone: ``ratio × √(s_B² + s_C²)``, the standard error
 the two means. With one run on a side the spread is unknown and the
 conservative rule above applies.
 
+Which energy. On a shared machine the process-scope CPU model's static part
+— the idle floor charged over the wall-clock time — grows when neighbours slow
+the work down, though the work did not change. When every run on both sides
+records its energy's parts (``energy.components.*.devices.*.parts``), the gate
+compares by default what the work itself caused: the total less the
+``static`` parts (the CPU's dynamic energy from its CPU-seconds, GPU and DRAM
+as measured). The verdict says which it compared; ``compare="total"`` forces
+the total.
+
 Runs must have completed. Units of work must agree on both sides; runs that
 state work on one side only, or in different units, are an error, not a guess.
 """
@@ -29,13 +38,17 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from greenml.errors import ConfigError
+from greenml.measure.measurement import DYNAMIC, STATIC, DeviceEnergy, Measurement
 from greenml.report.compare import (
+    Amount,
     Change,
     Estimate,
+    RunFigures,
     change,
     group_estimate,
     run_figures,
@@ -45,6 +58,9 @@ from greenml.report.quantities import energy
 from greenml.report.work import common_unit, display_per, per_label
 
 Outcome = Literal["pass", "noise", "fail"]
+Compared = Literal["total", "dynamic"]
+COMPARE_CHOICES = ("auto", "total", "dynamic")
+_DYNAMIC_LABEL = "dynamic part: the total less the CPU's static idle-floor share"
 _THRESHOLD = re.compile(r"^\+?\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)$")
 
 
@@ -62,6 +78,8 @@ class Verdict:
         change: ``candidate ÷ baseline`` and the relative increase with its uncertainty.
         baseline_runs: Ids of the baseline runs.
         candidate_runs: Ids of the candidate runs.
+        compared: ``total`` energy, or its ``dynamic`` part (the total less the
+            static idle-floor share, which grows with busy neighbours).
     """
 
     outcome: Outcome
@@ -72,6 +90,7 @@ class Verdict:
     change: Change
     baseline_runs: tuple[str, ...]
     candidate_runs: tuple[str, ...]
+    compared: Compared = "total"
 
     @property
     def passed(self) -> bool:
@@ -93,13 +112,15 @@ class Verdict:
             "fail": f"> {allowed} beyond its uncertainty",
         }[self.outcome]
         word = "FAIL" if self.outcome == "fail" else "PASS"
-        return f"greenml check: {word} energy {per_label(self.unit)} {increase} ({sides}) {tail}"
+        what = f"energy ({_DYNAMIC_LABEL})" if self.compared == "dynamic" else "energy"
+        return f"greenml check: {word} {what} {per_label(self.unit)} {increase} ({sides}) {tail}"
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as JSON-ready figures (energy in J per unit of work, or per run)."""
         return {
             "outcome": self.outcome,
             "passed": self.passed,
+            "compared": self.compared,
             "max_increase_rel": self.max_increase_rel,
             "unit": self.unit,
             "increase_rel": self.change.change_rel,
@@ -137,11 +158,81 @@ def parse_threshold(text: str) -> float:
     return value / 100.0
 
 
+def dynamic_energy(record: Mapping[str, Any]) -> Amount | None:
+    """What the work itself caused: the energy less its ``static`` parts, with its uncertainty.
+
+    ``None`` when no device of the run splits its energy (records of machine-scope
+    or counter measurements, and every record stored before parts existed).
+    """
+    block = record.get("energy")
+    if not isinstance(block, Mapping) or not _has_static_part(block):
+        return None
+    try:
+        whole = Measurement.from_dict("run", datetime.now(tz=timezone.utc), 0.0, dict(block))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None  # a malformed block: the total is checked (and refused) elsewhere
+    for component in whole.components.values():
+        for key, device in component.devices.items():
+            dynamic = device.part_j(DYNAMIC)
+            if dynamic is not None:
+                component.devices[key] = DeviceEnergy(
+                    dynamic, device.method, device.uncertainty_rel, device.name
+                )
+    return Amount(whole.total_j, whole.uncertainty_rel)
+
+
+def _has_static_part(block: Mapping[str, Any]) -> bool:
+    components = block.get("components")
+    if not isinstance(components, Mapping):
+        return False
+    return any(
+        isinstance(device, Mapping)
+        and isinstance(device.get("parts"), Mapping)
+        and STATIC in device["parts"]
+        and DYNAMIC in device["parts"]
+        for component in components.values()
+        if isinstance(component, Mapping)
+        for device in (component.get("devices") or {}).values()
+    )
+
+
+def _figures(
+    records: Sequence[Mapping[str, Any]], unit: str | None, compared: Compared
+) -> list[RunFigures]:
+    figures = [run_figures(r, unit) for r in records]
+    if compared == "total":
+        return figures
+    out = []
+    for record, figure in zip(records, figures, strict=True):
+        dynamic = dynamic_energy(record)
+        assert dynamic is not None  # chosen only when every run has it
+        out.append(replace(figure, amounts={**figure.amounts, "energy": dynamic}))
+    return out
+
+
+def _which(records: Sequence[Mapping[str, Any]], compare: str) -> Compared:
+    """The energy the gate compares; ``auto``: the dynamic part when every run has it."""
+    if compare not in COMPARE_CHOICES:
+        raise ConfigError(f"compare must be one of {', '.join(COMPARE_CHOICES)}, not {compare!r}")
+    if compare == "total":
+        return "total"
+    missing = [str(r.get("id")) for r in records if dynamic_energy(r) is None]
+    if not missing:
+        return "dynamic"
+    if compare == "dynamic":
+        raise ConfigError(
+            f"run(s) {', '.join(missing)} record no dynamic/static split of their energy "
+            "(only the process-scope CPU model has one): compare the total"
+        )
+    return "total"
+
+
 def check(
     baseline: Sequence[Mapping[str, Any]],
     candidate: Sequence[Mapping[str, Any]],
     max_increase_rel: float,
     unit: str | None = None,
+    compare: str = "auto",
 ) -> Verdict:
     """Compare the candidate runs' energy per unit of work with the baseline's.
 
@@ -150,19 +241,23 @@ def check(
         candidate: Run records of the change under test.
         max_increase_rel: The allowed increase as a fraction (0.05 = +5 %).
         unit: The unit of work when runs state several.
+        compare: ``total``, ``dynamic`` (the total less the static idle-floor
+            share), or ``auto``: ``dynamic`` when every run records it.
 
     Raises:
         ConfigError: A side is empty, a run did not complete or lacks its energy
-            uncertainty, units of work differ, or the allowance is negative.
+            uncertainty, units of work differ, the allowance is negative, or
+            ``dynamic`` was asked of runs without it.
     """
     if not math.isfinite(max_increase_rel) or max_increase_rel < 0:
         raise ConfigError(f"the allowed increase must be 0 or more, not {max_increase_rel}")
     if not baseline or not candidate:
         raise ConfigError("the energy gate needs at least one baseline and one candidate run")
     common = common_unit({"baseline": baseline, "candidate": candidate}, unit)
+    compared = _which([*baseline, *candidate], compare)
     sides = []
     for records in (baseline, candidate):
-        found = group_estimate([run_figures(r, common) for r in records], "energy")
+        found = group_estimate(_figures(records, common, compared), "energy")
         if isinstance(found, str):  # pragma: no cover - energy is always known or an error
             raise ConfigError(found)
         sides.append(found)
@@ -177,4 +272,5 @@ def check(
     return Verdict(
         outcome, max_increase_rel, common, base, cand, moved,
         tuple(str(r.get("id")) for r in baseline), tuple(str(r.get("id")) for r in candidate),
+        compared,
     )  # fmt: skip

@@ -257,13 +257,21 @@ def drive(
 
 
 def descendants(pid: int) -> list[int]:
-    """The pids under ``pid``, parents before children (empty when it is gone)."""
+    """The pids under ``pid``, parents before children (empty when it is gone).
+
+    Under ``greenml run``, the command's daemons that left its tree are
+    included too (they carry its ``GREENML_EVENTS``): a pause stops them as well.
+    """
     import psutil
 
+    from greenml.measure.events import ENV_VAR
+    from greenml.measure.sensors.process_tree import marked_processes
+
     try:
-        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+        found = [p.pid for p in psutil.Process(pid).children(recursive=True)]
     except psutil.Error:
         return []
+    return found + [q for q in marked_processes(pid, ENV_VAR) if q not in found]
 
 
 def pending_signals(pid: int) -> set[int]:

@@ -6,6 +6,17 @@ signal the terminal sent to the whole foreground process group (Ctrl-C, the
 kernel's ``SI_KERNEL`` code) already reached the child, which shares greenml's
 process group, and is not sent twice; one sent to greenml alone (``kill``) is
 forwarded.
+
+The child stays greenml's plain child (same process group and session), so the
+terminal and job control treat the pair as one job, exactly as a shell would.
+Its exit is noticed without reaping it (``waitid`` with ``WNOWAIT``): while it
+is a zombie its final CPU time is still readable, and the run's last reading
+counts the work it did after the sampler's last look.
+
+If greenml itself is killed (``kill -9``, the OOM killer), the command runs on,
+unmeasured, like any orphan. ``kill_on_exit`` (``greenml run --kill-on-exit``,
+Linux) asks the kernel to send it SIGTERM when greenml dies
+(``PR_SET_PDEATHSIG``); only the command itself gets it, not its children.
 """
 
 from __future__ import annotations
@@ -18,6 +29,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from greenml.errors import ConfigError
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+KILL_ON_EXIT_SIGNAL = signal.SIGTERM
 
 FORWARDED = (
     signal.SIGINT,
@@ -63,14 +77,20 @@ def guard_standard_fds() -> set[int]:
 class Child:
     """A child process with greenml's stdin, stdout and stderr, untouched."""
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        kill_on_exit: bool = False,
+    ) -> None:
         self.forwarded: list[int] = []
         self.interrupted_by: list[int] = []
+        self._prctl = _prctl() if kill_on_exit else None  # loaded before fork, not in the child
+        self._parent = os.getpid()
         self._mask_before = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
         try:
-            self.proc = subprocess.Popen(
-                list(argv), env=env, preexec_fn=self._restore_mask_in_child
-            )
+            self.proc = subprocess.Popen(list(argv), env=env, preexec_fn=self._in_child)
         except FileNotFoundError:
             self.restore_signals()
             raise ConfigError(f"command not found: {argv[0]}") from None
@@ -85,20 +105,30 @@ class Child:
     def pid(self) -> int:
         return self.proc.pid
 
-    def _restore_mask_in_child(self) -> None:
+    def _in_child(self) -> None:
+        """Between fork and exec: greenml's signal mask back, and the death signal if asked."""
         signal.pthread_sigmask(signal.SIG_SETMASK, self._mask_before)
         for fd in CLOSED_STANDARD_FDS:  # closed for greenml's caller: closed for the command too
             os.close(fd)
+        if self._prctl is not None:
+            self._prctl(_PR_SET_PDEATHSIG, int(KILL_ON_EXIT_SIGNAL), 0, 0, 0)
+            if os.getppid() != self._parent:  # greenml died before the prctl took hold
+                os.kill(os.getpid(), KILL_ON_EXIT_SIGNAL)
 
     def wait(self, tick: Callable[[], None], tick_s: float = 1.0) -> int:
         """Wait for the child, forwarding signals and calling ``tick`` about every ``tick_s``.
 
         Returns the child's return code (negative: killed by that signal).
         """
-        while True:
-            code = self.proc.poll()
-            if code is not None:
-                return code
+        self.wait_exit(tick, tick_s)
+        return self.reap()
+
+    def wait_exit(self, tick: Callable[[], None], tick_s: float = 1.0) -> None:
+        """As :meth:`wait`, but leave the child a zombie: its final CPU time stays readable.
+
+        Call :meth:`reap` afterwards for its return code.
+        """
+        while not self._exited():
             info = signal.sigtimedwait(_WAITED, tick_s)
             if info is None:
                 tick()
@@ -109,9 +139,41 @@ class Child:
                 self.forwarded.append(info.si_signo)
                 self.proc.send_signal(info.si_signo)
 
+    def _exited(self) -> bool:
+        if self.proc.returncode is not None:
+            return True
+        if not hasattr(os, "waitid"):  # no WNOWAIT here (macOS has no waitid in Python)
+            return self.proc.poll() is not None
+        try:
+            found = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # reaped elsewhere
+            return self.proc.poll() is not None
+        return found is not None
+
+    def reap(self) -> int:
+        """Collect the exited child; its return code (negative: killed by that signal)."""
+        return self.proc.wait()
+
     def restore_signals(self) -> None:
         """Give greenml its original signal mask back."""
         signal.pthread_sigmask(signal.SIG_SETMASK, self._mask_before)
+
+
+def _prctl() -> Callable[..., int]:
+    """libc's ``prctl``, for ``PR_SET_PDEATHSIG``.
+
+    Raises:
+        ConfigError: Not Linux, or no prctl in libc.
+    """
+    if not sys.platform.startswith("linux"):
+        raise ConfigError("--kill-on-exit needs Linux (PR_SET_PDEATHSIG)")
+    import ctypes
+
+    try:
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError) as exc:
+        raise ConfigError(f"--kill-on-exit: prctl unavailable: {exc}") from None
+    return prctl
 
 
 def run_status(code: int, interrupted_by: Sequence[int] = ()) -> str:

@@ -24,6 +24,8 @@ from greenml.errors import ConfigError
 from greenml.measure.events import ENV_VAR
 from greenml.measure.measurement import Measurement
 from greenml.measure.meter import Meter
+from greenml.measure.sensors.base import Sensor
+from greenml.measure.sensors.discover import discover_cpu_sensors, discover_sensors
 from greenml.run.preflight import check_run_inputs, storable_arg
 from greenml.run.process import Child, run_status
 from greenml.run.projection import ProgressTracker, Projection
@@ -53,6 +55,7 @@ class RunOptions:
     json_out: Path | None = None  # where the CLI writes the record: checked before the start
     accounting: AccountingOptions | None = None  # location, PUE, prices, instance
     extra: Callable[[], dict[str, Any]] | None = None  # more record blocks, asked for at the end
+    kill_on_exit: bool = False  # the command gets SIGTERM if greenml dies (Linux)
 
 
 @dataclass
@@ -103,29 +106,46 @@ def run_measured(
     events_path = _events_file()
     g_per_kwh, usd_per_kwh = _static_rates(options.accounting)
     tracker = ProgressTracker(events_path, started_at, g_per_kwh=g_per_kwh, usd_per_kwh=usd_per_kwh)
-    child = Child(options.command, env={**os.environ, ENV_VAR: events_path})
+    # What needs no pid is opened before the command starts, so that the run
+    # window opens a few ms after it, not after NVML's start-up.
+    gpu_sensors, notes = _open_gpus(options)
+    try:
+        child = Child(
+            options.command,
+            env={**os.environ, ENV_VAR: events_path},
+            kill_on_exit=options.kill_on_exit,
+        )
+    except BaseException:
+        _close(gpu_sensors)
+        raise
     try:
         return _measure(child, options, accounting, tracker, started_at, events_path,
-                        on_tick, on_progress)  # fmt: skip
+                        gpu_sensors, notes, on_tick, on_progress)  # fmt: skip
     except Exception as exc:  # the command runs: greenml must not end in a traceback
-        return _unmeasured(child, options, started_at, events_path, exc)
+        return _unmeasured(child, started_at, events_path, exc)
 
 
 def _measure(
     child: Child, options: RunOptions, accounting: Any, tracker: ProgressTracker,
-    started_at: float, events_path: str,
+    started_at: float, events_path: str, gpu_sensors: list[Sensor], notes: list[str],
     on_tick: Callable[[Meter], None] | None, on_progress: Callable[[Projection], None] | None,
 ) -> RunResult:  # fmt: skip
     """Measure the running child until it ends, then account and store the run."""
     try:
+        cpu_sensors: list[Sensor] = []
+        if options.cpu:
+            # Only the command's processes carry this file's name: daemons it
+            # starts are followed after they leave its process tree.
+            cpu_sensors, cpu_notes = discover_cpu_sensors(
+                options.cpu_scope, child.pid, marker=f"{ENV_VAR}={events_path}"
+            )
+            notes += cpu_notes
         meter = Meter(
-            gpus=options.gpus,
-            cpu=options.cpu,
+            sensors=[*gpu_sensors, *cpu_sensors],
             sample_hz=options.sample_hz,
-            cpu_scope=options.cpu_scope,
-            pid=child.pid,
             record_samples=True,
         )
+        meter.notes[:0] = notes
         meter.begin_window(RUN_WINDOW, sync_execution=False)
         recorder = Recorder(
             RunStart(
@@ -137,6 +157,7 @@ def _measure(
                 hostname=socket.gethostname() if options.include_hostname else None,
                 db_url=options.db_url,
                 include_hostname=options.include_hostname,
+                extra={"kill_on_exit": True} if options.kill_on_exit else {},
             ),
             meter,
         )
@@ -152,10 +173,13 @@ def _measure(
             if on_tick is not None:
                 on_tick(meter)
 
-        code = child.wait(tick=tick)
+        child.wait_exit(tick=tick)  # not reaped yet: the last reading sees its final CPU time
     finally:
         child.restore_signals()
-    measurement = meter.end_window(RUN_WINDOW, sync_execution=False)
+    try:
+        measurement = meter.end_window(RUN_WINDOW, sync_execution=False)
+    finally:
+        code = child.reap()
     try:  # the events written since the last tick
         ended = measurement.started_at.timestamp() + measurement.duration_s
         tracker.poll(measurement.total_j, ended)
@@ -187,9 +211,7 @@ def _measure(
     )
 
 
-def _unmeasured(
-    child: Child, options: RunOptions, started_at: float, events_path: str, exc: Exception
-) -> RunResult:
+def _unmeasured(child: Child, started_at: float, events_path: str, exc: Exception) -> RunResult:
     """greenml failed while the command ran: let the command finish, keep its exit code,
     and say loudly that this run was not measured (nothing is stored)."""
     import sys
@@ -201,19 +223,36 @@ def _unmeasured(
     child.restore_signals()
     while True:
         try:
-            code = child.proc.wait()
+            code = child.reap()
             break
         except KeyboardInterrupt:  # Ctrl-C reached the command too: wait for it to end
             continue
     _remove(events_path)
-    now = time.time()
     empty = Measurement(RUN_WINDOW, datetime.fromtimestamp(started_at, tz=timezone.utc),
-                        now - started_at)  # fmt: skip
+                        time.time() - started_at)  # fmt: skip
     return RunResult(
         exit_code=code, run_id="-", measurement=empty, record=None,
         notes=[f"not measured: {exc!r}"], store_error=f"greenml failed while measuring: {exc!r}",
         spooled=None, forwarded_signals=child.forwarded,
     )  # fmt: skip
+
+
+def _open_gpus(options: RunOptions) -> tuple[list[Sensor], list[str]]:
+    """The GPU sensors and their notes; the CPU model's TDP table is looked up too (cached)."""
+    if options.cpu:
+        from greenml.hardware import cpu_model_name, cpu_tdp
+
+        with contextlib.suppress(Exception):  # only a warm-up: errors come when it is used
+            cpu_tdp(cpu_model_name())
+    if options.gpus is not None and len(options.gpus) == 0:
+        return [], []
+    return discover_sensors(options.gpus, cpu=False)
+
+
+def _close(sensors: list[Sensor]) -> None:
+    for sensor in sensors:
+        with contextlib.suppress(Exception):
+            sensor.close()
 
 
 def _events_file() -> str:
@@ -264,3 +303,5 @@ def _account(
         log.warning("greenml: carbon and cost not computed: %r", exc)
         reason = f"accounting failed: {exc!r}"
         return {"carbon": unavailable("kg", reason), "cost": unavailable("usd", reason)}
+
+

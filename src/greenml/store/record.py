@@ -29,7 +29,10 @@ PARTIAL_UNCERTAINTY_REL = 0.10
 """Assumed uncertainty of energy integrated from flushed samples: sensor error
 (NVML power is about ±5 %) plus the time after the last flush that is missing."""
 
-PARTIAL_NOTE = "run did not finish; energy integrated from flushed samples"
+PARTIAL_NOTE = (
+    "run did not finish: greenml was killed (or crashed); the command may have run on unmeasured "
+    "(unless greenml run --kill-on-exit); energy integrated from flushed samples"
+)
 RUNNING_NOTE = "run still in progress; energy integrated from flushed samples"
 
 CORE_KEYS = frozenset(

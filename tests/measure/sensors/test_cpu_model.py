@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -11,6 +12,8 @@ import psutil
 import pytest
 
 from greenml.errors import ConfigError, SensorError, SensorUnavailable
+from greenml.measure.measurement import DYNAMIC, STATIC, Measurement
+from greenml.measure.meter import Meter
 from greenml.measure.sensors.cpu_model import (
     GREEN_ALGORITHMS_W_PER_GB,
     TDP_ENV,
@@ -149,8 +152,9 @@ def test_process_scope_busy_child_measured_above_idle(fast_rescan: None) -> None
     cores = psutil.cpu_count(logical=True)
     assert idle_w == pytest.approx(12.0, abs=2.0)  # the idle floor: 12 % of TDP
     assert busy_w > idle_w + 20.0 / cores  # one busy core is ~1/cores of the machine
-    assert "process tree's share of the machine" in idle.devices[0].note
-    assert "over-attributes" in idle.devices[0].note
+    note = idle.devices[0].note
+    assert "dynamic part" in note and "CPU-seconds" in note
+    assert "static part" in note and "over-attributes" in note
 
 
 def test_process_scope_counts_children_that_exited_between_reads() -> None:
@@ -229,3 +233,158 @@ def test_dram_process_scope_counts_the_tree_rss(fast_rescan: None) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+# ------------------------------------------------------------------ windows over real work
+
+# Burns a fixed amount of CPU time when told to ("go" on stdin), says "done", then idles.
+BURN = (
+    "import sys, time\n"
+    "sys.stdin.readline()\n"
+    "t = time.process_time()\n"
+    "while time.process_time() - t < {cpu_s}: pass\n"
+    "print('done', flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+def _burner(cpu_s: float) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", BURN.format(cpu_s=cpu_s)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _measure_burn(child: subprocess.Popen[str], meter: Meter) -> tuple[Measurement, float]:
+    """One window around the child's burn: the Measurement and the CPU-seconds it burned."""
+    assert child.stdin is not None and child.stdout is not None
+    before = _cpu_s_of(child.pid)
+    meter.begin_window("burn")
+    child.stdin.write("go\n")
+    child.stdin.flush()
+    assert child.stdout.readline() == "done\n"
+    m = meter.end_window("burn")
+    return m, _cpu_s_of(child.pid) - before
+
+
+def _cpu_s_of(pid: int) -> float:
+    t = psutil.Process(pid).cpu_times()
+    return float(t.user + t.system)
+
+
+def _stop(*procs: subprocess.Popen[str]) -> None:
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+def test_first_window_after_the_meter_starts_reads_the_work_not_the_idle_before() -> None:
+    child = _burner(0.4)
+    time.sleep(0.3)  # the interpreter's start-up is not the measured work
+    sensor = CpuModelSensor(scope="process", pid=child.pid, tdp_w=100.0)
+    meter = Meter(sensors=[sensor], sample_hz=1.0)  # its first sample reads an idle child
+    try:
+        m, burned = _measure_burn(child, meter)
+    finally:
+        meter.close()
+        _stop(child)
+    assert burned >= 0.38
+    rate = 100.0 * (1.02 - 0.12) / psutil.cpu_count(logical=True)  # W per busy CPU
+    dynamic = m.part_j(DYNAMIC)
+    assert dynamic == pytest.approx(burned * rate, abs=0.03 * rate)  # ±3 clock ticks
+    assert m.part_j(STATIC) == pytest.approx(12.0 * m.duration_s)
+    assert dynamic is not None and m.total_j == pytest.approx(dynamic + 12.0 * m.duration_s)
+    assert m.uncertainty_rel == pytest.approx(0.3)  # the model's own, nothing for sampling
+
+
+def test_machine_scope_first_short_window_sees_a_busy_core() -> None:
+    child = _burner(0.6)
+    time.sleep(0.3)
+    meter = Meter(sensors=[CpuModelSensor(scope="machine", tdp_w=100.0)], sample_hz=1.0)
+    try:
+        m, _ = _measure_burn(child, meter)
+    finally:
+        meter.close()
+        _stop(child)
+    # at least one of the machine's CPUs was busy all along
+    u_floor = 0.9 / psutil.cpu_count(logical=True)
+    assert m.average_power_w >= 100.0 * tdp_share(u_floor)
+
+
+def test_the_same_work_has_the_same_dynamic_energy_beside_busy_neighbours() -> None:
+    def measured(neighbours: int) -> tuple[float, float, float]:
+        child = _burner(0.4)
+        time.sleep(0.3)
+        meter = Meter(
+            sensors=[CpuModelSensor(scope="process", pid=child.pid, tdp_w=100.0)], sample_hz=1.0
+        )
+        busy = [_spawn(BUSY.format(s=20)) for _ in range(neighbours)]
+        try:
+            time.sleep(0.2 if neighbours else 0.0)
+            m, burned = _measure_burn(child, meter)
+        finally:
+            meter.close()
+            _stop(child, *busy)  # type: ignore[arg-type]
+        return m.part_j(DYNAMIC) or 0.0, m.part_j(STATIC) or 0.0, burned
+
+    rate = 100.0 * 0.9 / psutil.cpu_count(logical=True)
+    alone, crowded = measured(0), measured(2)
+    for dynamic, _, burned in (alone, crowded):
+        assert dynamic == pytest.approx(burned * rate, abs=0.03 * rate)
+    # the work's own part does not move with the neighbours (±4 clock ticks of CPU time)
+    assert crowded[0] == pytest.approx(alone[0], abs=0.04 * rate)
+
+
+def test_a_tree_that_has_exited_keeps_its_final_cpu_seconds(fast_rescan: None) -> None:
+    child = _spawn(BUSY.format(s=0.3))
+    sensor = CpuModelSensor(scope="process", pid=child.pid, tdp_w=100.0)
+    time.sleep(0.5)
+    last = sensor.read_usage()["cpu0"]
+    child.wait()
+    assert sensor.read_usage()["cpu0"] == last  # final: not an error, not lost
+    with pytest.raises(SensorError):
+        sensor.read_power_w()
+
+
+DAEMON = (  # a shell that starts a busy grandchild in the background and leaves it orphaned
+    "({py} -c 'import time\nt = time.process_time()\n"
+    "while time.process_time() - t < 0.5: pass\ntime.sleep(30)' &); sleep 30"
+)
+
+
+def _marked(name: str, value: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["environ"]):
+        with contextlib.suppress(psutil.Error):
+            if (proc.info["environ"] or {}).get(name) == value:
+                found.append(proc)
+    return found
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_descendants_that_leave_the_tree_are_followed_by_marker(
+    fast_rescan: None, marked: bool
+) -> None:
+    name, value = "GREENML_TEST_TREE", f"{os.getpid()}-{time.monotonic_ns()}"
+    env = {**os.environ, name: value}
+    shell = subprocess.Popen(["sh", "-c", DAEMON.format(py=sys.executable)], env=env)
+    tree = ProcessTree(shell.pid, f"{name}={value}" if marked else None)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # until the orphan has burned its 0.5 s
+            orphans = [p for p in _marked(name, value) if p.ppid() != shell.pid and p != shell]
+            if orphans and sum(p.cpu_times().user + p.cpu_times().system for p in orphans) > 0.5:
+                break
+            time.sleep(0.1)
+        seen = tree.cpu_seconds()
+    finally:
+        for proc in _marked(name, value):
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        shell.wait()
+    if marked:
+        assert seen >= 0.45  # the orphaned grandchild's burn, counted
+    else:
+        assert seen < 0.2  # without the marker it escapes (the old behaviour)

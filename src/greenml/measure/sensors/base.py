@@ -6,9 +6,16 @@ Meter never has to guess:
 
 - a device with a hardware energy counter returns cumulative joules from
   :meth:`Sensor.read_energy_j` (monotonic, wrap-around already handled);
+- a device whose energy is a model of cumulative usage counters (the CPU model
+  over CPU-seconds) says ``usage=True``: it returns those counters from
+  :meth:`Sensor.read_usage`, and :meth:`Sensor.usage_model` turns two readings
+  into joules, so a window's figure is exact for its own utilization;
 - every device may return instantaneous watts from :meth:`Sensor.read_power_w`;
   the Meter's sampler integrates them for devices without a counter and keeps
   them as the power timeline of the others.
+
+The Meter reads counters, usage and the power of sampled devices at every
+window's start and end, so those reads must be cheap.
 
 A read either returns values for the devices it could read (a device missing
 from the result is a gap for that device) or raises :class:`SensorError` for
@@ -21,6 +28,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from greenml.measure.measurement import COUNTER, Method
+from greenml.measure.timeline import Usage, UsageModel
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,9 @@ class Device:
         uncertainty_rel: Relative uncertainty of the method (0.05 = ±5 %).
         note: Why this method was chosen when it is not the best one
             (a fallback is always labelled here).
+        usage: Energy comes from :meth:`Sensor.read_usage` and :meth:`Sensor.usage_model`.
+        parts: ``(name, label)`` of the parts the usage model splits its energy
+            into, after the total (e.g. ``dynamic`` and ``static``).
     """
 
     key: str
@@ -43,6 +54,8 @@ class Device:
     method: Method
     uncertainty_rel: float
     note: str = ""
+    usage: bool = False
+    parts: tuple[tuple[str, str], ...] = ()
 
     @property
     def has_counter(self) -> bool:
@@ -67,6 +80,23 @@ class Sensor(ABC):
     @abstractmethod
     def read_power_w(self) -> dict[str, float]:
         """Instantaneous (or recent average) power in watts per device."""
+
+    def read_usage(self) -> dict[str, Usage]:
+        """Cumulative usage counters (e.g. CPU-seconds) of the devices with ``usage``.
+
+        Must be cheap: the Meter calls it at every window boundary.
+        """
+        return {}
+
+    def usage_model(self, key: str) -> UsageModel:
+        """``(duration_s, start, end)`` → ``(total, *parts)`` joules between two usage readings."""
+        raise NotImplementedError(f"{type(self).__name__} has no usage model for {key}")
+
+    def usage_metrics(
+        self, key: str, duration_s: float, start: Usage, end: Usage
+    ) -> dict[str, float]:
+        """Gauges (``utilization``) over the piece between two usage readings."""
+        return {}
 
     def read_metrics(self) -> dict[str, dict[str, float]]:
         """Other per-device gauges (utilization, memory, clocks), by device key.

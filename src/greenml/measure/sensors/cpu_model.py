@@ -23,9 +23,10 @@ import psutil
 
 from greenml.errors import ConfigError, SensorError
 from greenml.hardware import cpu_count_logical, cpu_model_name, cpu_socket_count, cpu_tdp
-from greenml.measure.measurement import ESTIMATED
+from greenml.measure.measurement import DYNAMIC, ESTIMATED, STATIC
 from greenml.measure.sensors.base import Device, Sensor
 from greenml.measure.sensors.process_tree import ProcessTree
+from greenml.measure.timeline import PartsJ, Usage, UsageModel
 
 Scope = Literal["process", "machine"]
 
@@ -45,20 +46,30 @@ DRAM_MODEL_UNCERTAINTY = 0.5
 TDP_ENV = "GREENML_CPU_TDP_W"
 # Memory in use is read at most this often (seconds) by the DRAM model.
 MEMORY_READ_S = 1.0
+# /proc/stat counts in 10 ms ticks per CPU: a reading younger than this is given again.
+STAT_REUSE_S = 0.001
 _PROC_STAT = "/proc/stat" if os.path.exists("/proc/stat") else None
 _CLOCK_TICKS = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
 _PROCESS_NOTE = (
-    "process scope: power is the curve at the process tree's share of the machine "
-    "(the idle floor included, which over-attributes on a shared machine)"
+    "process scope: the process tree's energy is its dynamic part (its CPU-seconds × "
+    "the Teads SPECpower curve's full-load dynamic power per CPU) plus its static part "
+    "(the idle floor over the wall-clock time, which over-attributes on a shared machine)"
+)
+
+
+# (upper utilization, share at its lower end, slope) of each piece of the curve
+_PIECES = tuple(
+    (u1, s0 - (s1 - s0) / (u1 - u0) * u0, (s1 - s0) / (u1 - u0))
+    for (u0, s0), (u1, s1) in itertools.pairwise(TEADS_CURVE)
 )
 
 
 def tdp_share(utilization: float) -> float:
     """Share of TDP drawn at a CPU utilization (0–1), on Teads' curve."""
     u = min(max(utilization, 0.0), 1.0)
-    for (u0, s0), (u1, s1) in itertools.pairwise(TEADS_CURVE):
-        if u <= u1:
-            return s0 + (s1 - s0) * (u - u0) / (u1 - u0)
+    for upper, intercept, slope in _PIECES:
+        if u <= upper:
+            return intercept + slope * u
     return TEADS_CURVE[-1][1]
 
 
@@ -120,28 +131,58 @@ def resolve_cpu_tdp(tdp_w: float | None = None, cpu_name: str | None = None) -> 
     return CpuTdp(total, "default", note, FALLBACK_UNCERTAINTY, name)
 
 
-def _machine_busy_total() -> tuple[float, float]:
-    """System-wide (busy, total) CPU seconds, as psutil.cpu_percent counts them."""
-    if _PROC_STAT is not None:
-        return _proc_stat_busy_total(_PROC_STAT)
-    t = psutil.cpu_times()
-    total = sum(t) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
-    idle = t.idle + getattr(t, "iowait", 0.0)
-    return total - idle, total
+class _ProcStat:
+    """System-wide (busy, total) CPU seconds, as psutil.cpu_percent counts them.
+
+    On Linux, the first line of /proc/stat read through a descriptor kept open
+    (``pread`` at offset 0 regenerates it): 8 µs on an idle machine, 30–40 µs
+    on a loaded one. Its figures move in clock ticks (10 ms per CPU), so a
+    reading less than :data:`STAT_REUSE_S` old is given again rather than
+    regenerated: windows opened and closed in a tight loop stay cheap, and no
+    window sees a coarser counter than the kernel keeps. Elsewhere,
+    ``psutil.cpu_times``.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._fd: int | None = None
+        self._last: tuple[float, Usage] | None = None
+        if _PROC_STAT is not None:
+            try:
+                self._fd = os.open(_PROC_STAT, os.O_RDONLY)
+            except OSError:
+                self._fd = None
+
+    def read(self) -> Usage:
+        if self._fd is None:
+            t = psutil.cpu_times()
+            total = sum(t) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
+            idle = t.idle + getattr(t, "iowait", 0.0)
+            return total - idle, total
+        now, last = self._clock(), self._last
+        if last is not None and now - last[0] < STAT_REUSE_S:
+            return last[1]
+        try:
+            head = os.pread(self._fd, 256, 0)
+        except OSError as exc:
+            raise SensorError(f"cannot read {_PROC_STAT}: {exc}") from None
+        usage = _busy_total(head)
+        self._last = (now, usage)
+        return usage
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
-def _proc_stat_busy_total(path: str) -> tuple[float, float]:
+def _busy_total(head: bytes) -> tuple[float, float]:
     """(busy, total) seconds from the first line of Linux's /proc/stat.
 
-    Five times cheaper than ``psutil.cpu_times`` (which parses every line), and
-    the same figures: user nice system idle iowait irq softirq steal, in clock
-    ticks; guest time is already inside user and nice.
+    The same figures as ``psutil.cpu_times`` (which parses every line): user
+    nice system idle iowait irq softirq steal, in clock ticks; guest time is
+    already inside user and nice; idle and iowait are idle.
     """
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        head = os.read(fd, 512)
-    finally:
-        os.close(fd)
     ticks = [int(x) for x in head.split(b"\n", 1)[0].split()[1:9]]
     total = sum(ticks)
     idle = ticks[3] + ticks[4]
@@ -149,15 +190,30 @@ def _proc_stat_busy_total(path: str) -> tuple[float, float]:
 
 
 class CpuModelSensor(Sensor):
-    """CPU power estimated from utilization and TDP (method ``estimated``).
+    """CPU energy estimated from utilization and TDP (method ``estimated``).
+
+    The model works on cumulative counters (:meth:`read_usage`), which the
+    Meter reads at each window's start and end, so a window's figure is exact
+    for its own utilization whatever its length:
+
+    - ``machine`` scope: busy and total CPU seconds of the machine; each piece
+      of time gets ``TDP × share(utilization)`` on Teads' curve.
+    - ``process`` scope: the CPU-seconds of the process tree rooted at ``pid``.
+      Its energy is two labelled parts: ``dynamic``, its CPU-seconds × the
+      curve's full-load dynamic power per CPU (``TDP × (102 % − 12 %) ÷ CPUs``),
+      which depends on the work alone; and ``static``, the idle floor
+      (``12 % × TDP``) over the wall-clock time, which grows when neighbours
+      slow the work down.
 
     Args:
-        scope: ``machine`` (system-wide utilization) or ``process`` (the CPU
-            share of the process tree rooted at ``pid``).
+        scope: ``machine`` or ``process``.
         pid: Root of the process tree; the current process by default.
         tdp_w: Total CPU TDP in watts, overriding the environment and table.
         cpu_name: CPU model name to look up; /proc/cpuinfo by default.
         clock: Monotonic clock in seconds, injectable for tests.
+        marker: ``NAME=VALUE`` in the environment of the command's processes:
+            those are followed even when they leave the tree (see
+            :class:`~greenml.measure.sensors.process_tree.ProcessTree`).
     """
 
     def __init__(
@@ -168,6 +224,7 @@ class CpuModelSensor(Sensor):
         cpu_name: str | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        marker: str | None = None,
     ) -> None:
         if scope not in ("process", "machine"):
             raise ConfigError(f"scope must be 'process' or 'machine', got {scope!r}")
@@ -176,10 +233,20 @@ class CpuModelSensor(Sensor):
         self._clock = clock
         self._lock = threading.Lock()
         self._cores = cpu_count_logical()
-        self._tree = ProcessTree(pid) if scope == "process" else None
+        self.floor_w = self.tdp.tdp_w * tdp_share(0.0)
+        self.dynamic_w_per_cpu = self.tdp.tdp_w * (tdp_share(1.0) - tdp_share(0.0)) / self._cores
+        self._tree = ProcessTree(pid, marker) if scope == "process" else None
+        self._stat = _ProcStat() if self._tree is None else None
         note = self.tdp.note + "; power = TDP × Teads SPECpower curve of utilization"
+        parts: tuple[tuple[str, str], ...] = ()
         if scope == "process":
-            note += "; " + _PROCESS_NOTE
+            note = f"{self.tdp.note}; {_PROCESS_NOTE}"
+            parts = (
+                (DYNAMIC, f"the process tree's CPU-seconds × {self.dynamic_w_per_cpu:.3g} W "
+                 f"per busy CPU (TDP × (102 % − 12 %) ÷ {self._cores} CPUs)"),
+                (STATIC, f"idle floor {self.floor_w:.3g} W (12 % of TDP) over the wall-clock "
+                 "time: the whole machine's floor, over-attributed when others share it"),
+            )  # fmt: skip
         label = self.tdp.cpu_name or "CPU"
         self._device = Device(
             key="cpu0",
@@ -188,42 +255,86 @@ class CpuModelSensor(Sensor):
             method=ESTIMATED,
             uncertainty_rel=self.tdp.uncertainty_rel,
             note=note,
+            usage=True,
+            parts=parts,
         )
         self._last_u: float | None = None
-        self._ref = self._counters()
+        self._ref_s = clock()
+        self._ref = self._read(strict=True)
 
     @property
     def devices(self) -> list[Device]:
         return [self._device]
 
-    def _counters(self) -> tuple[float, float]:
-        """(busy CPU seconds, denominator seconds) for the scope."""
-        if self._tree is None:
-            return _machine_busy_total()
-        return self._tree.cpu_seconds(), self._clock() * self._cores
+    def _read(self, strict: bool = False) -> Usage:
+        """The scope's cumulative counters: (busy, total) seconds, or (tree CPU-seconds,).
 
-    def _utilization(self) -> float:
+        A tree that has exited keeps its final CPU-seconds, unless ``strict``.
+        """
         try:
-            busy, total = self._counters()
+            if self._tree is None:
+                assert self._stat is not None
+                return self._stat.read()
+            try:
+                return (self._tree.cpu_seconds(),)
+            except SensorError:
+                if strict or not self._tree.exited:
+                    raise
+                return (self._tree.last_cpu_seconds,)
         except psutil.Error as exc:
             raise SensorError(f"cannot read CPU utilization: {exc}") from None
-        d_busy, d_total = busy - self._ref[0], total - self._ref[1]
-        if d_total > 0:
-            self._last_u = min(max(d_busy / d_total, 0.0), 1.0)
-            self._ref = (busy, total)
-        return self._last_u if self._last_u is not None else 0.0
+
+    def read_usage(self) -> dict[str, Usage]:
+        """``cpu0``: (busy, total) machine seconds, or (CPU-seconds,) of the process tree."""
+        with self._lock:
+            return {"cpu0": self._read()}
+
+    def usage_model(self, key: str) -> UsageModel:
+        return self._machine_energy if self._tree is None else self._process_energy
+
+    def _machine_energy(self, duration_s: float, start: Usage, end: Usage) -> PartsJ:
+        u = self._utilization(duration_s, start, end)
+        return (duration_s * self.tdp.tdp_w * tdp_share(u),)
+
+    def _process_energy(self, duration_s: float, start: Usage, end: Usage) -> PartsJ:
+        dynamic = max(0.0, end[0] - start[0]) * self.dynamic_w_per_cpu
+        static = max(0.0, duration_s) * self.floor_w
+        return (dynamic + static, dynamic, static)
+
+    def _utilization(self, duration_s: float, start: Usage, end: Usage) -> float:
+        """Busy share of the scope's CPUs between two readings (0–1)."""
+        busy = end[0] - start[0]
+        total = end[1] - start[1] if self._tree is None else duration_s * self._cores
+        return min(max(busy / total, 0.0), 1.0) if total > 0 else 0.0
+
+    def usage_metrics(
+        self, key: str, duration_s: float, start: Usage, end: Usage
+    ) -> dict[str, float]:
+        return {"utilization": self._utilization(duration_s, start, end)}
 
     def read_power_w(self) -> dict[str, float]:
         """Watts over the interval since the previous call (or construction)."""
         with self._lock:
-            u = self._utilization()
-        return {"cpu0": self.tdp.tdp_w * tdp_share(u)}
+            now, usage = self._clock(), self._read(strict=True)
+            duration = now - self._ref_s
+            ticked = self._tree is not None or usage[1] > self._ref[1]  # machine: in ticks
+            if ticked and duration > 0:
+                self._last_u = self._utilization(duration, self._ref, usage)
+                self._ref_s, self._ref = now, usage
+            u = self._last_u if self._last_u is not None else 0.0
+        if self._tree is None:
+            return {"cpu0": self.tdp.tdp_w * tdp_share(u)}
+        return {"cpu0": self.floor_w + u * self._cores * self.dynamic_w_per_cpu}
 
     def read_metrics(self) -> dict[str, dict[str, float]]:
         """``utilization`` (0–1) of the last power read, so no interval is split."""
-        with self._lock:
-            u = self._last_u if self._last_u is not None else self._utilization()
-        return {"cpu0": {"utilization": u}}
+        if self._last_u is None:
+            self.read_power_w()
+        return {"cpu0": {"utilization": self._last_u or 0.0}}
+
+    def close(self) -> None:
+        if self._stat is not None:
+            self._stat.close()
 
 
 class DramModelSensor(Sensor):
@@ -235,6 +346,7 @@ class DramModelSensor(Sensor):
             the processes count once per process).
         pid: Root of the process tree; the current process by default.
         watts_per_gb: Power per GiB in use (Green Algorithms: 0.3725 W/GB).
+        marker: As for :class:`CpuModelSensor`.
     """
 
     def __init__(
@@ -242,12 +354,14 @@ class DramModelSensor(Sensor):
         scope: Scope = "machine",
         pid: int | None = None,
         watts_per_gb: float = GREEN_ALGORITHMS_W_PER_GB,
+        *,
+        marker: str | None = None,
     ) -> None:
         if scope not in ("process", "machine"):
             raise ConfigError(f"scope must be 'process' or 'machine', got {scope!r}")
         self.scope = scope
         self.watts_per_gb = watts_per_gb
-        self._tree = ProcessTree(pid) if scope == "process" else None
+        self._tree = ProcessTree(pid, marker) if scope == "process" else None
         self._lock = threading.Lock()
         self._last_bytes: float | None = None
         self._read_at = 0.0

@@ -27,6 +27,7 @@ def discover_cpu_sensors(
     scope: str = "machine",
     pid: int | None = None,
     rapl_root: str | Path = "/sys/class/powercap",
+    marker: str | None = None,
 ) -> tuple[list[Sensor], list[str]]:
     """The CPU (and DRAM) sensors to use, and notes to show the user once.
 
@@ -38,6 +39,8 @@ def discover_cpu_sensors(
         scope: ``machine`` or ``process`` (the process tree rooted at ``pid``).
         pid: Root of the process tree; the current process by default.
         rapl_root: The powercap class directory.
+        marker: ``NAME=VALUE`` carried by the command's processes, which the
+            process-scope models follow even after they leave the tree.
 
     Raises:
         ConfigError: ``scope`` is neither ``machine`` nor ``process``.
@@ -50,8 +53,8 @@ def discover_cpu_sensors(
         rapl = RaplSensor(rapl_root)
     except SensorUnavailable as exc:
         notes.append(f"RAPL not used: {exc}")
-        cpu = CpuModelSensor(scope=model_scope, pid=pid)
-        return [cpu, DramModelSensor(scope=model_scope, pid=pid)], notes
+        cpu = CpuModelSensor(scope=model_scope, pid=pid, marker=marker)
+        return [cpu, DramModelSensor(scope=model_scope, pid=pid, marker=marker)], notes
     sensors: list[Sensor] = [rapl]
     if scope == "process":
         notes.append(RAPL_PROCESS_NOTE)
@@ -60,12 +63,16 @@ def discover_cpu_sensors(
             f"RAPL has no DRAM domain here; DRAM is estimated at {GREEN_ALGORITHMS_W_PER_GB:g} "
             "W/GB (Green Algorithms)"
         )
-        sensors.append(DramModelSensor(scope=model_scope, pid=pid))
+        sensors.append(DramModelSensor(scope=model_scope, pid=pid, marker=marker))
     return sensors, notes
 
 
 def discover_sensors(
-    gpus: Sequence[int] | None, cpu: bool, cpu_scope: str = "machine", pid: int | None = None
+    gpus: Sequence[int] | None,
+    cpu: bool,
+    cpu_scope: str = "machine",
+    pid: int | None = None,
+    marker: str | None = None,
 ) -> tuple[list[Sensor], list[str]]:
     """The machine's sensors, and notes on what could not be measured and why."""
     sensors: list[Sensor] = []
@@ -78,7 +85,7 @@ def discover_sensors(
                 raise
             notes.append(f"no GPU measured: {exc}")
     if cpu:
-        cpu_sensors, cpu_notes = discover_cpu_sensors(scope=cpu_scope, pid=pid)
+        cpu_sensors, cpu_notes = discover_cpu_sensors(scope=cpu_scope, pid=pid, marker=marker)
         sensors.extend(cpu_sensors)
         notes.extend(cpu_notes)
     return sensors, notes

@@ -1,7 +1,15 @@
-"""A process and its descendants, followed cheaply between reads (CPU seconds, members)."""
+"""A process and its descendants, followed cheaply between reads (CPU seconds, members).
+
+A descendant that leaves the tree — a daemon that double-forks, ``(cmd &)`` in
+a shell, anything whose parent exits first — is re-parented to init (or to a
+subreaper) and no parent link leads to it any more. Given a ``marker``, an
+environment entry only the command's processes carry (``greenml run`` sets
+one), every new process that carries it is followed too, wherever it hangs.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -17,6 +25,34 @@ class _Tracked:
     proc: Any  # psutil.Process
     ppid: int
     cpu_s: float | None = None  # own + reaped children CPU seconds at the last read
+
+
+def _environ(pid: int) -> list[bytes]:
+    """The ``NAME=VALUE`` entries a process started with; none if unreadable."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return handle.read().split(b"\0")
+    except OSError:  # gone, another user's, or no /proc
+        return []
+
+
+def _environ_has(pid: int, marker: bytes) -> bool:
+    """Whether ``NAME=VALUE`` (``marker``) is in the environment a process started with."""
+    return marker in _environ(pid)
+
+
+def marked_processes(pid: int, name: str) -> list[int]:
+    """The other processes that carry ``pid``'s value of the environment variable ``name``.
+
+    ``greenml run`` gives its command a variable no other process has; the
+    processes that still carry it are the command's, wherever they now hang
+    (daemons re-parented away). Empty when ``pid`` has no such variable.
+    """
+    prefix = name.encode() + b"="
+    marker = next((e for e in _environ(pid) if e.startswith(prefix)), None)
+    if marker is None:
+        return []
+    return sorted(q for q in _pids() if q != pid and _environ_has(q, marker))
 
 
 def _pids() -> set[int]:
@@ -37,12 +73,19 @@ class ProcessTree:
     counted once, and a child found late is counted in full when found.
     A member is assumed reaped by the parent it had when found: a parent's
     exit reparents its children, and a gone parent means nothing to subtract.
+
+    Args:
+        pid: The root; the current process by default.
+        marker: ``NAME=VALUE``: new processes whose environment has it join the
+            tree whoever their parent is (descendants that left the tree).
     """
 
     RESCAN_S = 1.0
 
-    def __init__(self, pid: int | None = None) -> None:
+    def __init__(self, pid: int | None = None, marker: str | None = None) -> None:
         root_pid = os.getpid() if pid is None else pid
+        self._marker = marker.encode() if marker else None
+        self.exited = False  # every member has exited: the CPU seconds are final
         try:
             root = psutil.Process(root_pid)
             members = [root, *root.children(recursive=True)]
@@ -57,6 +100,12 @@ class ProcessTree:
                 self._members[proc.pid] = _Tracked(proc, proc.ppid())
             except psutil.Error:
                 continue
+        if self._marker is not None:  # some may have left the tree already
+            for pid in self._known_pids - self._members.keys():
+                if _environ_has(pid, self._marker):
+                    with contextlib.suppress(psutil.Error):
+                        proc = psutil.Process(pid)
+                        self._members[pid] = _Tracked(proc, proc.ppid())
         self._cpu_s = 0.0  # may dip for a moment when a parent reaps late
         self._pending_s = 0.0  # adjustments from members dropped by members()
         self._cpu_reported = 0.0
@@ -81,6 +130,14 @@ class ProcessTree:
                 pending[pid] = _Tracked(proc, proc.ppid())
             except psutil.Error:
                 continue
+        self._adopt_children(pending)
+        if self._marker is not None and pending:  # descendants that left the tree (daemons)
+            for pid in [pid for pid in pending if _environ_has(pid, self._marker)]:
+                self._members[pid] = pending.pop(pid)
+            self._adopt_children(pending)  # their own children, marker or not
+
+    def _adopt_children(self, pending: dict[int, _Tracked]) -> None:
+        """Move the pending processes whose parent is a member into the tree."""
         added = True
         while added:  # parents before children, whatever the PID order
             added = False
@@ -126,8 +183,14 @@ class ProcessTree:
             t.cpu_s = total
         self._drop(gone)
         if not self._members:
+            self.exited = True
             raise SensorError(f"process {self.pid} and its children have exited")
         self._cpu_s += delta + self._pending_s
         self._pending_s = 0.0
         self._cpu_reported = max(self._cpu_reported, self._cpu_s)
+        return self._cpu_reported
+
+    @property
+    def last_cpu_seconds(self) -> float:
+        """What :meth:`cpu_seconds` last returned (final once :attr:`exited`)."""
         return self._cpu_reported
