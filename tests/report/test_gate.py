@@ -201,3 +201,9 @@ def test_dynamic_energy_keeps_gpu_and_dram_and_their_uncertainty() -> None:
     # gpu ±10 J and cpu ±2 J (10 % of its 20 J dynamic), independent: in quadrature
     assert amount.uncertainty_rel == pytest.approx(math.hypot(10.0, 2.0) / 120.0)
     assert dynamic_energy(record(10.0)) is None
+
+
+def test_a_unit_no_run_states_is_an_error_not_a_silent_per_run_comparison() -> None:
+    base, cand = record(energy_j=100.0), record(energy_j=110.0)
+    with pytest.raises(ConfigError, match="no run states work in 'tokens'"):
+        check([base], [cand], 0.05, unit="tokens")

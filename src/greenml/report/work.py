@@ -137,8 +137,9 @@ def common_unit(
         unit: The unit to use when runs state several.
 
     Raises:
-        ConfigError: Runs state different units, or only some runs state work
-            (the message names the runs on each side).
+        ConfigError: Runs state different units, only some runs state work
+            (the message names the runs on each side), or ``unit`` was asked for
+            and no run states it.
     """
     by_unit: dict[str, list[str]] = {}
     for label, records in groups.items():
@@ -148,6 +149,11 @@ def common_unit(
             by_unit.setdefault(key, []).append(f"{label} {_run_name(record)}")
     if len(by_unit) <= 1:
         found = next(iter(by_unit), "")
+        if unit is not None and not found:  # asked for a unit no run states: never per run
+            raise ConfigError(
+                f"no run states work in {unit!r}: tag the runs (--tag {unit}=N), or leave out "
+                "the unit to compare per run"
+            )
         return found or None
     parts = [
         f"{key or 'no unit of work'}: {', '.join(runs)}" for key, runs in sorted(by_unit.items())
