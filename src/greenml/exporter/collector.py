@@ -3,6 +3,8 @@
 A scrape reads cached values only; the sampling loop is what reads sensors.
 The metric names and their DCGM-exporter counterparts are listed in
 ``deploy/METRICS.md``.
+
+Lazy imports: prometheus_client, when metrics are collected.
 """
 
 from __future__ import annotations

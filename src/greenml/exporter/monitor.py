@@ -1,4 +1,7 @@
-"""``greenml monitor``: a live terminal table of every GPU and the CPU, with waste flags."""
+"""``greenml monitor``: a live terminal table of every GPU and the CPU, with waste flags.
+
+Lazy imports: rich's table, console and live display, when the monitor draws.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The exporter: a sampling loop over a Meter and an HTTP scrape endpoint."""
+"""The exporter: a sampling loop over a Meter and an HTTP scrape endpoint.
+
+Lazy imports: prometheus_client and the HTTP server, when the exporter starts.
+"""
 
 from __future__ import annotations
 

@@ -17,6 +17,10 @@ A long-lived Meter (a server's) bounds its memory through
 :meth:`Meter.forget_before`: consumers of :meth:`Meter.timeline` say which
 samples they no longer need, and the Meter drops a sample only when no
 consumer and no open window needs it (see that method for how).
+
+Lazy imports: sensor discovery (NVML, RAPL, psutil) when a Meter is built without
+sensors given, and the events channel when windows are published, so that
+``from greenml import Meter`` stays cheap.
 """
 
 from __future__ import annotations

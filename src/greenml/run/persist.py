@@ -8,6 +8,8 @@ reader to store with the same function (:meth:`FinishedRun.from_dict`).
 Its blocks stay JSON (they are typed once stored, as the record's
 :class:`~greenml.store.run_record.EnergyBlock` ...): a command that ends before
 the store is open hands its run to the spool without importing the record types.
+
+Lazy imports: the ledger hook and the environment capture, only where a run is stored.
 """
 
 from __future__ import annotations

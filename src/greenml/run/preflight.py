@@ -6,6 +6,8 @@ traceback after it: the database file can be created and written (or a server
 URL is well formed), the ``--json-out`` file can be written and is not the
 database, the run's name and tags are text the store can hold, and the
 environment variables greenml reads are sane numbers.
+
+Lazy imports: the store URL helpers and the CPU model's constant, when checked.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""``greenml run``: measure a command from start to exit and store the run."""
+"""``greenml run``: measure a command from start to exit and store the run.
+
+Lazy imports: ``sys`` and ``traceback`` for the rare failure path only; the CPU table
+warm-up imports the hardware tables when the CPU model is on.
+"""
 
 from __future__ import annotations
 

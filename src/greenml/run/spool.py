@@ -19,6 +19,8 @@ process that is gone (whatever its pid now names), and is taken over. A file
 the store refuses (its data, not an outage) is moved to ``quarantine/`` with
 the reason beside it and reported once: it never blocks the other runs.
 Importing this module does not import SQLAlchemy.
+
+Lazy imports: platformdirs, and the persist path (the record types), when first used.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import GreenmlError, StoreError
+from greenml.store.url import resolve_url, without_password
 
 if TYPE_CHECKING:
     from greenml.store.repository import Store
@@ -71,8 +74,6 @@ def spool_dirs() -> list[Path]:
 
 def public_url(url: str) -> str:
     """``url`` without its password: what a spool file may hold."""
-    from greenml.store.url import without_password
-
     return without_password(url)
 
 
@@ -146,8 +147,6 @@ def ingest_pending(store: Store, db_url: str, wait_s: float = 10.0) -> int:
     Raises:
         StoreError: The store does not answer.
     """
-    from greenml.store.url import resolve_url
-
     target = public_url(resolve_url(db_url or None))
     stored = 0
     deadline = time.monotonic() + wait_s
@@ -167,8 +166,6 @@ def ingest_pending(store: Store, db_url: str, wait_s: float = 10.0) -> int:
 
 def has_pending(db_url: str) -> bool:
     """Whether runs wait in the spool for ``db_url`` (``""``: the default store)."""
-    from greenml.store.url import resolve_url
-
     return bool(_pending(public_url(resolve_url(db_url or None))))
 
 

@@ -2,6 +2,8 @@
 
 Pure functions over plain mappings (no SQLAlchemy), shared by the repository,
 reports and exporters. The record's types are in :mod:`greenml.store.run_record`.
+
+Lazy imports: psutil, only to check whether a heartbeat's process is alive.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ The schema is shipped as ``greenml/data/run_record.schema.json`` (a test keeps
 it equal to :func:`generate_schema`) and printed by ``greenml schema run-record``.
 It holds records to the types greenml writes: a key of the wrong type fails;
 keys it does not name (blocks added by other code) are allowed.
+
+Lazy imports: the record types, only when a schema is generated.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The run store: runs, their windows and samples, on SQLite or PostgreSQL."""
+"""The run store: runs, their windows and samples, on SQLite or PostgreSQL.
+
+Lazy imports: numpy, only to thin long sample series.
+"""
 
 from __future__ import annotations
 

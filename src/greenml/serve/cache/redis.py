@@ -16,6 +16,8 @@ entries beyond ``max_entries``. A hit is one script too (GET, then bump the
 tick), one round trip. For a byte bound, give Redis a ``maxmemory`` with
 ``volatile-lru`` and the cache a TTL. Standalone Redis (or Sentinel) only:
 the scripts touch keys they do not declare, which Redis Cluster forbids.
+
+Lazy imports: redis, when a Redis backend is opened.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ RequestMeter, every miss the wrapper computes is measured (its time-overlap
 share of the sampled power) and each hit is credited with the mean energy of
 a miss; misses computed elsewhere can report theirs with ``put(...,
 energy_j=...)`` or :meth:`ResponseCache.record_miss_energy`.
+
+Lazy imports: the memory backend, only when no backend is given.
 """
 
 from __future__ import annotations

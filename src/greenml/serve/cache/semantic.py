@@ -10,6 +10,8 @@ the vectors are stored next to the values, and every process picks up what
 the others added (:meth:`SemanticCache.sync`, at most every ``sync_every_s``).
 Energy accounting is the response cache's: each hit is credited with the
 measured mean energy of a miss.
+
+Lazy imports: numpy and the embedder (torch, MiniLM) on first use.
 """
 
 from __future__ import annotations
