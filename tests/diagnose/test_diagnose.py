@@ -190,4 +190,4 @@ def test_a_short_run_shows_its_stored_energy_and_withholds_what_two_samples_cann
     assert result.energy_j == pytest.approx(record["energy"]["components"]["cpu"]["energy_j"])
     assert result.duration_s == pytest.approx(record["duration_s"])
     assert not [f for f in result.findings if f.kind in ("idle", "underused")]
-    assert any("withheld" in n and "at least 5 needed" in n for n in result.notes), result.notes
+    assert any("withheld" in n and "needed" in n for n in result.notes), result.notes

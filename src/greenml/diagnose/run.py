@@ -58,6 +58,15 @@ def diagnose_run(
     analysed = "gpu" if gpus else "cpu"
     devices = gpus or timeline.of("cpu")
     notes = [] if gpus else [NO_GPU_NOTE]
+    stored = ((record.get("energy") or {}).get("components") or {}).get(analysed) or {}
+    seen = {d.device for d in devices}
+    for key in stored.get("devices") or {}:
+        if key not in seen:  # fewer than two samples: not even one interval to classify
+            needed = utilization.MIN_INTERVALS + 1
+            notes.append(
+                f"{key}: idle/under-used findings withheld: fewer than 2 samples, at least "
+                f"{needed} needed (sample faster with --sample-hz, or run longer)"
+            )
     findings: list[Finding] = []
     for device in devices:
         findings += utilization.device_findings(
