@@ -25,6 +25,7 @@ rendered, or shortly after, share that rendering (:class:`SharedRender`).
 
 from __future__ import annotations
 
+import errno
 import logging
 import selectors
 import socket
@@ -114,7 +115,7 @@ class ScrapeServer(HTTPServer):
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hung up: nothing. Anything else: logged, not printed."""
+        """An error answering a request (not a hang-up): logged, never printed."""
         log.warning("exporter: error answering %s", client_address, exc_info=True)
 
     # ------------------------------------------------------------ plumbing
@@ -124,7 +125,12 @@ class ScrapeServer(HTTPServer):
         for _ in range(self.request_queue_size):
             try:
                 conn, address = self.socket.accept()
-            except OSError:  # none left, gone already, or out of descriptors for now
+            except OSError as exc:  # none left, gone already, or out of descriptors
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    if self._waiting:  # make room: the longest silent goes
+                        self._close_waiting(next(iter(self._waiting)))
+                    else:
+                        self._stop.wait(0.05)  # the workers hold them all: not a busy loop
                 return
             conn.setblocking(False)
             try:
@@ -169,7 +175,8 @@ class ScrapeServer(HTTPServer):
             self.shutdown_request(conn)
 
     def _expire(self, now: float) -> None:
-        for fd, (_, _, deadline) in list(self._waiting.items()):
+        while self._waiting:
+            fd, (_, _, deadline) = next(iter(self._waiting.items()))
             if deadline > now:
                 break  # in order of arrival: the rest are younger
             self._close_waiting(fd)
