@@ -91,6 +91,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/accounting_speed.py
 	$(BIN)/python benchmarks/diagnose_speed.py
 	$(BIN)/python benchmarks/scrape_speed.py
+	$(BIN)/python benchmarks/exporter_load.py
 	$(BIN)/python benchmarks/forecast_skill.py
 	$(BIN)/python benchmarks/replay_speed.py
 	$(BIN)/python benchmarks/spot_checkpointing.py

@@ -9,7 +9,8 @@ Every error class of the package is defined here::
     │   └── SensorUnavailable        a sensor cannot be opened on this machine
     ├── WindowError                  a measurement window was misused
     ├── StoreError                   the run store cannot be opened, read or written
-    │   └── RunNotFound              no stored run matches an id or prefix
+    │   ├── RunNotFound              no stored run matches an id or prefix
+    │   └── RecordTypeError          a record value has the wrong type (strict reading)
     ├── LedgerError                  the ledger cannot be read, written or exported
     ├── IntensityApiError            a carbon-intensity API failed or answered nonsense
     ├── CheckpointError              a checkpoint could not be written, read or restored
@@ -20,7 +21,8 @@ Every error class of the package is defined here::
     │   └── PowerLimitUnsupported        the GPU or driver does not allow it
     ├── CompressError                a compression technique broke the model: variant failed
     │   └── NotApplicable            the technique does not apply: variant skipped
-    └── BatcherClosed                a request met a closed dynamic batcher
+    ├── BatcherClosed                a request met a closed dynamic batcher
+    └── CacheUnavailable             a cache's store is unreachable (the cache fails open)
 
 Code that catches one of these names the narrowest class that fits; the CLI
 catches :class:`GreenmlError`. Nothing greenml raises on purpose is a bare
@@ -123,3 +125,11 @@ class NotApplicable(CompressError):
 
 class BatcherClosed(GreenmlError):
     """A request was submitted to, or left in, a closed dynamic batcher."""
+
+
+class RecordTypeError(StoreError):
+    """A record value does not have the type its key calls for (strict reading)."""
+
+
+class CacheUnavailable(GreenmlError):
+    """The cache store is unreachable (now, or still backing off after a failure)."""

@@ -222,10 +222,12 @@ def test_cli_sigterm_exits_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
     from greenml.cli import main
 
     _use_fake_meter(monkeypatch)
+    sock, port = _taken_port()
+    sock.close()
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGTERM))
     timer.start()
     start = time.monotonic()
-    code = main(["exporter", "--port", "0", "--sample-hz", "20"])
+    code = main(["exporter", "--port", str(port), "--sample-hz", "20"])
     timer.join()
     assert code == 0
     assert time.monotonic() - start < 5

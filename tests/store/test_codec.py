@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import greenml.store
-from greenml.store.codec import RecordTypeError
+from greenml.errors import RecordTypeError
 from greenml.store.record_blocks import CarbonBlock
 from greenml.store.run_record import EnergyBlock, RunRecord
 from tests.run_records import record as hand_record

@@ -137,7 +137,8 @@ def test_list_runs_newest_first_with_filters(store: Store) -> None:
 
     row = store.list_runs(name="a")[0]
     assert set(row) == {
-        "id", "name", "status", "started_at", "duration_s", "total_kwh", "exit_code", "command"
+        "id", "name", "status", "started_at", "duration_s", "total_kwh", "exit_code", "command",
+        "tags",
     }  # fmt: skip
     assert row["status"] == "failed" and row["exit_code"] == 3 and row["duration_s"] == 5.0
     assert row["started_at"] == "1970-01-01T00:33:20+00:00"

@@ -19,7 +19,9 @@ def make_meter(interval_s: float) -> Meter:
 
 
 @click.command()
-@click.option("--port", type=int, default=9464, show_default=True, help="Port to listen on.")
+@click.option(
+    "--port", type=click.IntRange(1, 65535), default=9464, show_default=True, help="Port (1-65535)."
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--job", default="", help="Value of the greenml_job label.")
 @sample_hz_option(1.0)

@@ -29,6 +29,9 @@ class Exporter:
         interval_s: Period of the sampling loop in :meth:`run`.
         sample: Whether the loop reads the sensors itself (``meter.sample_now()``);
             leave it on for a Meter built with ``sample_hz=0``.
+        render_max_age_s: A rendering of ``/metrics`` is reused by the scrapes
+            within this long after it, until the next tick (0: every scrape renders,
+            though concurrent ones still share one).
     """
 
     def __init__(
@@ -41,11 +44,16 @@ class Exporter:
         host: str | None = None,
         interval_s: float = 1.0,
         sample: bool = True,
+        render_max_age_s: float = 0.1,
     ) -> None:
         from prometheus_client import CollectorRegistry
 
+        from greenml.exporter.endpoint import SharedRender
+
         if not interval_s > 0:
             raise ConfigError(f"the interval must be > 0 s, got {interval_s}")
+        if not render_max_age_s >= 0:
+            raise ConfigError(f"render_max_age_s must be >= 0, got {render_max_age_s}")
         self.meter = meter
         self.interval_s = interval_s
         self._sample = sample
@@ -53,6 +61,7 @@ class Exporter:
         self.collector = GreenmlCollector(self.state, host or socket.gethostname(), job)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)  # type: ignore[arg-type]
+        self.renders = SharedRender(render_max_age_s)
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
@@ -61,30 +70,43 @@ class Exporter:
         if self._sample:
             self.meter.sample_now()
         self.state.update()
+        self.renders.invalidate()
 
     def run(self, stop: threading.Event) -> None:
         """Tick every ``interval_s`` until ``stop`` is set."""
         while not stop.wait(self.interval_s):
             self.step()
 
-    def serve(self, host: str = "127.0.0.1", port: int = 9464) -> int:
+    def serve(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 9464,
+        *,
+        workers: int = 8,
+        timeout_s: float = 5.0,
+    ) -> int:
         """Start the scrape endpoint in a daemon thread; return the bound port.
 
+        ``/metrics`` serves the registry, ``/`` an index, other paths 404.
+        ``workers`` threads answer requests (never more); a connection silent
+        for ``timeout_s`` is closed (see :mod:`greenml.exporter.endpoint`).
+
         Raises:
-            ConfigError: The port is taken or the address cannot be bound.
+            ConfigError: The port is out of range or taken, or the address cannot be bound.
         """
-        from http.server import ThreadingHTTPServer
+        from greenml.exporter.endpoint import ScrapeHandler, ScrapeServer
 
-        from prometheus_client.exposition import MetricsHandler
-
-        handler = type("_Handler", (_Quiet, MetricsHandler.factory(self.registry)), {})
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"port must be 0-65535, got {port}")
+        if workers < 1 or not timeout_s > 0:
+            raise ConfigError(f"need workers >= 1 and timeout_s > 0, got {workers}, {timeout_s}")
+        handler = ScrapeHandler.factory(self.registry, self.renders)
         try:
-            server = ThreadingHTTPServer((host, port), handler)
+            server = ScrapeServer((host, port), handler, workers=workers, timeout_s=timeout_s)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise ConfigError(f"port {port} on {host} is already in use") from None
             raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-        server.daemon_threads = True
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever, name="greenml-exporter", daemon=True
@@ -107,10 +129,3 @@ class Exporter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class _Quiet:
-    """Mixin: no access log on stderr."""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Log nothing."""

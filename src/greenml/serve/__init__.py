@@ -24,6 +24,9 @@ _LAZY = {
     "measure_request": "greenml.serve.decorator",
     "RequestMetrics": "greenml.serve.metrics",
     "export_request_metrics": "greenml.serve.metrics",
+    "CacheMetrics": "greenml.serve.metrics",
+    "export_cache_metrics": "greenml.serve.metrics",
+    "CacheUnavailable": "greenml.errors",
     "cache_key": "greenml.serve.cache.keys",
     "JsonCodec": "greenml.serve.codec",
     "BytesCodec": "greenml.serve.codec",
@@ -48,7 +51,9 @@ __all__ = [
     "Attribution",
     "BatchCurve",
     "BytesCodec",
+    "CacheMetrics",
     "CacheStats",
+    "CacheUnavailable",
     "DynamicBatcher",
     "EnergyMiddleware",
     "ExactIndex",
@@ -69,6 +74,7 @@ __all__ = [
     "attribute_energy",
     "batch_curve",
     "cache_key",
+    "export_cache_metrics",
     "export_request_metrics",
     "measure_batch_curve",
     "measure_request",
@@ -76,6 +82,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from greenml.errors import CacheUnavailable
     from greenml.serve.attribution import Attribution, attribute_energy
     from greenml.serve.batch_curve import (
         BatchCurve,
@@ -94,7 +101,12 @@ if TYPE_CHECKING:
     from greenml.serve.decorator import measure_request
     from greenml.serve.embeddings import HashingEmbedder, MiniLMEmbedder
     from greenml.serve.faiss_index import FaissIndex
-    from greenml.serve.metrics import RequestMetrics, export_request_metrics
+    from greenml.serve.metrics import (
+        CacheMetrics,
+        RequestMetrics,
+        export_cache_metrics,
+        export_request_metrics,
+    )
     from greenml.serve.middleware import EnergyMiddleware
     from greenml.serve.requests import RequestMeter, RouteEnergy, ServingReport, SettledRequest
     from greenml.serve.vector_index import ExactIndex

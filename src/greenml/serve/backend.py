@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from greenml.serve.cache.breaker import Health
 
 
 class CacheBackend(Protocol):
@@ -37,4 +40,12 @@ class CacheBackend(Protocol):
 
     def vectors_since(self, cursor: int) -> tuple[int, list[tuple[str, bytes]]]:
         """Semantic vectors added after ``cursor`` by any process, and the new cursor."""
+        ...
+
+    def health(self) -> Health | None:
+        """Whether a remote store answers (``None``: a local store, never down).
+
+        A remote store raises :class:`~greenml.serve.cache.breaker.CacheUnavailable`
+        when it cannot be reached; the caches then answer without it.
+        """
         ...

@@ -23,14 +23,10 @@ import types
 import typing
 from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
-from greenml.errors import StoreError
+from greenml.errors import RecordTypeError
 
 B = TypeVar("B", bound="Block")
 _INTERNAL = ("other", "key_order")
-
-
-class RecordTypeError(StoreError):
-    """A record value does not have the type its key calls for (strict reading)."""
 
 
 def meta(*, required: bool = False, **schema: Any) -> dict[str, Any]:

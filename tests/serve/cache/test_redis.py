@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from greenml.errors import ConfigError
+from greenml.errors import CacheUnavailable, ConfigError
 from greenml.serve.cache.redis import RedisBackend
 
 
@@ -93,8 +93,11 @@ def test_bad_settings(kwargs: dict[str, Any], message: str) -> None:
 
 def test_unreachable_server_is_one_clear_error() -> None:
     backend = RedisBackend("redis://127.0.0.1:1/0", timeout_s=0.5)
-    with pytest.raises(ConfigError, match=r"Redis at 127.0.0.1:1 is unreachable"):
+    with pytest.raises(CacheUnavailable, match=r"Redis at 127.0.0.1:1 is unreachable"):
         backend.get("k")
+    with pytest.raises(CacheUnavailable, match=r"next try in 0\.\d s"):
+        backend.put("k", b"v")  # backing off: refused without a network call
+    assert backend.health().failed_calls == 1
 
 
 def test_bad_url() -> None:

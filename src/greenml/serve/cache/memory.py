@@ -127,6 +127,10 @@ class MemoryBackend:
         """Vectors other processes added: none, this store is not shared."""
         return cursor, []
 
+    def health(self) -> None:
+        """``None``: this store is in the process, it cannot be unreachable."""
+        return None
+
     def _drop(self, key: str) -> None:
         data, _ = self._entries.pop(key)
         self._nbytes -= len(key) + len(data)

@@ -17,16 +17,25 @@ tick), one round trip. For a byte bound, give Redis a ``maxmemory`` with
 ``volatile-lru`` and the cache a TTL. Standalone Redis (or Sentinel) only:
 the scripts touch keys they do not declare, which Redis Cluster forbids.
 
+Every call goes through a :class:`~greenml.serve.cache.breaker.Breaker`: an
+unreachable, hung or dropped Redis raises
+:class:`~greenml.serve.cache.breaker.CacheUnavailable` after at most
+``timeout_s`` (100 ms by default, no redis-py retries), and then at once,
+without a network call, until the backoff lets one call probe the server
+again. The caches catch it and answer without the cache (they fail open).
+
 Lazy imports: redis, when a Redis backend is opened.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from greenml.errors import ConfigError
+from greenml.serve.cache.breaker import Breaker, Health
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
@@ -81,8 +90,14 @@ class RedisBackend:
         namespace: Prefix of every key this cache writes.
         max_entries: Evict the least recently used beyond this many entries.
         ttl_s: Default time to live (millisecond precision; ``None``: none).
-        client: A ``redis.Redis`` to use instead of connecting to ``url``.
-        timeout_s: Socket timeout of the connection made here.
+        client: A ``redis.Redis`` to use instead of connecting to ``url`` (its own
+            timeouts and retries apply).
+        timeout_s: Connect and read timeout of the connection made here: what a
+            hung Redis adds to one request before the cache is bypassed.
+        backoff_s: After a failure, how long no call goes to Redis before one
+            probes it again (doubling at each failed probe).
+        max_backoff_s: The longest wait between probes.
+        clock: Monotonic clock of the backoff.
     """
 
     shared = True
@@ -95,7 +110,10 @@ class RedisBackend:
         max_entries: int | None = 100_000,
         ttl_s: float | None = None,
         client: Any = None,
-        timeout_s: float = 2.0,
+        timeout_s: float = 0.1,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not _NAMESPACE.match(namespace):
             raise ConfigError(
@@ -105,19 +123,34 @@ class RedisBackend:
             raise ConfigError(f"max_entries must be >= 1, got {max_entries}")
         if ttl_s is not None and not ttl_s > 0:
             raise ConfigError(f"a TTL must be > 0 s, got {ttl_s}")
+        if not timeout_s > 0:
+            raise ConfigError(f"timeout_s must be > 0, got {timeout_s}")
+        try:
+            import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+        except ImportError:
+            raise ConfigError(
+                "the Redis cache needs redis-py: pip install 'greenml[serve]'"
+            ) from None
         if client is None:
             try:
-                import redis
-            except ImportError:
-                raise ConfigError(
-                    "the Redis cache needs redis-py: pip install 'greenml[serve]'"
-                ) from None
-            try:
                 client = redis.Redis.from_url(
-                    url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+                    url,
+                    socket_timeout=timeout_s,
+                    socket_connect_timeout=timeout_s,
+                    retry=Retry(NoBackoff(), 0),  # the breaker decides when to try again
                 )
             except ValueError as exc:
                 raise ConfigError(f"bad Redis URL {url!r}: {exc}") from None
+        where = client.connection_pool.connection_kwargs
+        self.breaker = Breaker(
+            f"Redis at {where.get('host', '?')}:{where.get('port', '?')}",
+            (redis.ConnectionError, redis.TimeoutError),
+            backoff_s=backoff_s,
+            max_backoff_s=max_backoff_s,
+            clock=clock,
+        )
         self.client = client
         self.namespace = namespace
         self.max_entries = max_entries
@@ -131,7 +164,7 @@ class RedisBackend:
 
     def get(self, key: str) -> bytes | None:
         """The bytes under ``key`` (now the most recently used), ``None`` if absent or expired."""
-        with _errors(self):
+        with self.breaker.call():
             data = self._get(keys=(self._value_key(key), *self._keys), args=(key,))
         return bytes(data) if data is not None else None
 
@@ -144,14 +177,14 @@ class RedisBackend:
         ttl = self.ttl_s if ttl_s is None else ttl_s
         ttl_ms = max(1, round(ttl * 1000)) if ttl is not None else 0
         args = (self.namespace, key, data, ttl_ms, self.max_entries or 0, vector or b"")
-        with _errors(self):
+        with self.breaker.call():
             evicted = self._put(keys=(), args=args)
         return [k.decode() if isinstance(k, bytes) else str(k) for k in evicted]
 
     def delete(self, key: str) -> bool:
         """Remove ``key``; False if it was not there."""
         ns = self.namespace
-        with _errors(self):
+        with self.breaker.call():
             pipe = self.client.pipeline(transaction=True)
             pipe.delete(self._value_key(key))
             for zset in ("lru", "exp", "log"):
@@ -161,18 +194,18 @@ class RedisBackend:
 
     def __len__(self) -> int:
         """Entries in the LRU (expired ones count until the next put sweeps them)."""
-        with _errors(self):
+        with self.breaker.call():
             return int(self.client.zcard(self._keys[0]))
 
     def keys(self) -> list[str]:
         """Keys from least to most recently used."""
-        with _errors(self):
+        with self.breaker.call():
             raw = self.client.zrange(self._keys[0], 0, -1)
         return [k.decode() for k in raw]
 
     def clear(self) -> None:
         """Delete every key of the namespace (values, bookkeeping and statistics)."""
-        with _errors(self):
+        with self.breaker.call():
             batch: list[Any] = []
             for name in self.client.scan_iter(match=f"{self.namespace}:*", count=1000):
                 batch.append(name)
@@ -186,7 +219,7 @@ class RedisBackend:
         """Add to the counters every process shares."""
         if not deltas:
             return
-        with _errors(self):
+        with self.breaker.call():
             pipe = self.client.pipeline(transaction=False)
             for name, delta in deltas.items():
                 pipe.hincrbyfloat(f"{self.namespace}:stats", name, float(delta))
@@ -194,14 +227,14 @@ class RedisBackend:
 
     def read_stats(self) -> dict[str, float]:
         """The shared counters."""
-        with _errors(self):
+        with self.breaker.call():
             raw = self.client.hgetall(f"{self.namespace}:stats")
         return {k.decode(): float(v) for k, v in raw.items()}
 
     def vectors_since(self, cursor: int) -> tuple[int, list[tuple[str, bytes]]]:
         """Semantic vectors added after ``cursor`` (by any process), and the new cursor."""
         ns = self.namespace
-        with _errors(self):
+        with self.breaker.call():
             rows = self.client.zrangebyscore(f"{ns}:log", f"({cursor}", "+inf", withscores=True)
             if not rows:
                 return cursor, []
@@ -210,26 +243,10 @@ class RedisBackend:
         out = [(k.decode(), v) for k, v in zip(keys, vectors, strict=True) if v is not None]
         return int(max(score for _, score in rows)), out
 
+    def health(self) -> Health:
+        """Whether Redis answers, and the outages and failed or skipped calls so far."""
+        return self.breaker.health()
+
     def close(self) -> None:
         """Close the connection pool."""
         self.client.close()
-
-
-class _errors:
-    """Turn redis-py connection errors into one clear ConfigError naming the server."""
-
-    def __init__(self, backend: RedisBackend) -> None:
-        self._backend = backend
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        if exc is None:
-            return
-        import redis
-
-        if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
-            where = self._backend.client.connection_pool.connection_kwargs
-            host = f"{where.get('host', '?')}:{where.get('port', '?')}"
-            raise ConfigError(f"Redis at {host} is unreachable: {exc}") from None

@@ -7,19 +7,26 @@ share of the sampled power) and each hit is credited with the mean energy of
 a miss; misses computed elsewhere can report theirs with ``put(...,
 energy_j=...)`` or :meth:`ResponseCache.record_miss_energy`.
 
+Both caches fail open: with their store unreachable (a Redis refused, hung or
+dropped), ``get`` answers ``None`` and ``put`` writes nothing, without
+raising; the wrapper calls the function (route ``NAME:bypass``) and counts a
+bypass in the stats. The backend's breaker keeps a dead store from costing
+more than a probe now and then (:mod:`greenml.serve.cache.breaker`).
+
 Lazy imports: the memory backend, only when no backend is given.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from greenml.errors import ConfigError
+from greenml.errors import CacheUnavailable, ConfigError
 from greenml.serve.backend import CacheBackend
 from greenml.serve.cache.keys import cache_key
 from greenml.serve.cache.stats import CacheStats, StatsRecorder
@@ -52,10 +59,12 @@ class CacheAccounting:
         self.name = name
         self.request_meter = request_meter
         self.price_usd_per_kwh = price_usd_per_kwh
+        self.backend = backend
         self.recorder = StatsRecorder(backend, flush_every_s=flush_every_s)
         self.miss_route = f"{name}:miss"
         self.hit_route = f"{name}:hit"
         self.error_route = f"{name}:error"
+        self.bypass_route = f"{name}:bypass"
         if request_meter is not None:
             request_meter.add_listener(self._settled)
 
@@ -66,7 +75,11 @@ class CacheAccounting:
     def stats(self) -> CacheStats:
         if self.request_meter is not None:
             self.request_meter.settle()
-        return self.recorder.read(self.price_usd_per_kwh)
+        stats = self.recorder.read(self.price_usd_per_kwh)
+        health = self.backend.health()
+        if health is None:
+            return stats
+        return replace(stats, backend_up=health.up, outages=health.outages)
 
     def wrap(
         self,
@@ -74,9 +87,21 @@ class CacheAccounting:
         lookup: Callable[[Any, Mapping[str, Any]], Hit | None],
         store: Callable[[Any, Any, Mapping[str, Any]], object],
     ) -> Callable[..., Any]:
-        """``fn(prompt, **params)`` answered from the cache, misses measured."""
+        """``fn(prompt, **params)`` answered from the cache, misses measured.
+
+        ``lookup`` raises CacheUnavailable when the store is down: the call is
+        then a bypass (computed, not stored).
+        """
         rm = self.request_meter
         hit_route, miss_route, error_route = self.hit_route, self.miss_route, self.error_route
+        recorder, bypass_route = self.recorder, self.bypass_route
+
+        def find(prompt: Any, params: Mapping[str, Any]) -> tuple[Hit | None, str]:
+            try:
+                return lookup(prompt, params), miss_route
+            except CacheUnavailable:
+                recorder.bypass()
+                return None, bypass_route
 
         def begin() -> int | None:
             return rm.begin(hit_route) if rm is not None else None
@@ -91,7 +116,7 @@ class CacheAccounting:
             @functools.wraps(fn)
             async def async_wrapper(prompt: Any, **params: Any) -> Any:
                 token = begin()
-                hit = lookup(prompt, params)
+                hit, route = find(prompt, params)
                 if hit is not None:
                     finish(token, hit_route)
                     return hit.value
@@ -100,8 +125,9 @@ class CacheAccounting:
                 except BaseException:
                     finish(token, error_route)  # spent, but not the cost of an answer
                     raise
-                finish(token, miss_route)
-                store(prompt, value, params)
+                finish(token, route)
+                if route == miss_route:
+                    store(prompt, value, params)
                 return value
 
             return async_wrapper
@@ -109,7 +135,7 @@ class CacheAccounting:
         @functools.wraps(fn)
         def wrapper(prompt: Any, **params: Any) -> Any:
             token = begin()
-            hit = lookup(prompt, params)
+            hit, route = find(prompt, params)
             if hit is not None:
                 finish(token, hit_route)
                 return hit.value
@@ -118,32 +144,77 @@ class CacheAccounting:
             except BaseException:
                 finish(token, error_route)  # spent, but not the cost of an answer
                 raise
-            finish(token, miss_route)
-            store(prompt, value, params)
+            finish(token, route)
+            if route == miss_route:
+                store(prompt, value, params)
             return value
 
         return wrapper
 
 
 class AccountedCache(ABC):
-    """What both caches share: miss energies in, ``cached(fn)`` wrappers, stats out.
+    """What both caches share: fail-open get/put, ``cached(fn)`` wrappers, stats out.
 
-    Subclasses set ``self.accounting`` and provide ``get`` and ``put``.
+    Subclasses set ``self.accounting`` and provide ``_key``, ``_lookup`` and
+    ``_store`` (the last two raise CacheUnavailable when the store is down).
     """
 
     accounting: CacheAccounting
 
     @abstractmethod
+    def _key(self, prompt: Any, model: str, params: Mapping[str, Any] | None) -> str:
+        """The key an answer to this request is stored under."""
+
+    @abstractmethod
+    def _lookup(self, prompt: Any, model: str, params: Mapping[str, Any] | None) -> Hit | None:
+        """The cached answer, counted as a hit or a miss; raises CacheUnavailable."""
+
+    @abstractmethod
+    def _store(
+        self,
+        key: str,
+        prompt: Any,
+        value: Any,
+        model: str,
+        params: Mapping[str, Any] | None,
+        ttl_s: float | None,
+    ) -> None:
+        """Encode (ConfigError before any write), then write; raises CacheUnavailable."""
+
     def get(
         self, prompt: Any, *, model: str = "", params: Mapping[str, Any] | None = None
     ) -> Hit | None:
-        """The cached answer to this request, or ``None``."""
+        """The cached answer, or ``None``: a miss, or a bypass while the store is down."""
+        try:
+            return self._lookup(prompt, model, params)
+        except CacheUnavailable:
+            self.accounting.recorder.bypass()
+            return None
 
-    @abstractmethod
     def put(
-        self, prompt: Any, value: Any, *, model: str = "", params: Mapping[str, Any] | None = None
+        self,
+        prompt: Any,
+        value: Any,
+        *,
+        model: str = "",
+        params: Mapping[str, Any] | None = None,
+        ttl_s: float | None = None,
+        energy_j: float | None = None,
+        uncertainty_rel: float = 0.0,
     ) -> str:
-        """Store an answer; returns its key."""
+        """Store an answer; ``energy_j``: what computing it cost (credited to later hits).
+
+        Nothing is written while the store is down (and nothing raised).
+
+        Raises:
+            ConfigError: The value cannot be encoded (nothing is written).
+        """
+        key = self._key(prompt, model, params)
+        with contextlib.suppress(CacheUnavailable):  # fail open: the breaker logged it
+            self._store(key, prompt, value, model, params, ttl_s)
+        if energy_j is not None:
+            self.record_miss_energy(energy_j, uncertainty_rel)
+        return key
 
     def record_miss_energy(self, energy_j: float, uncertainty_rel: float = 0.0) -> None:
         """The measured energy of one miss, computed outside :meth:`cached`."""
@@ -155,7 +226,7 @@ class AccountedCache(ABC):
         """``fn(prompt, **params)`` (sync or async) answered from this cache when it can."""
 
         def lookup(prompt: Any, params: Mapping[str, Any]) -> Hit | None:
-            return self.get(prompt, model=model, params=params)
+            return self._lookup(prompt, model, params)
 
         def store(prompt: Any, value: Any, params: Mapping[str, Any]) -> None:
             self.put(prompt, value, model=model, params=params)
@@ -163,7 +234,7 @@ class AccountedCache(ABC):
         return self.accounting.wrap(fn, lookup, store)
 
     def stats(self) -> CacheStats:
-        """Hits, misses, hit rate, energy and USD saved (every process's, for Redis)."""
+        """Hits, misses, bypasses, energy and USD saved (every process's, for Redis)."""
         return self.accounting.stats()
 
 
@@ -175,7 +246,8 @@ class ResponseCache(AccountedCache):
         codec: Value serialization (default JSON); a value it cannot encode
             fails at ``put`` and nothing is written.
         request_meter: Measures the misses :meth:`cached` computes.
-        name: Prefix of the cache's routes (``NAME:miss``, ``NAME:hit``, ``NAME:error``).
+        name: Prefix of the cache's routes (``NAME:miss``, ``NAME:hit``, ``NAME:error``,
+            ``NAME:bypass`` while the store is down).
         price_usd_per_kwh: Electricity price for the USD saved.
         ttl_s: Time to live of entries put here (default: the backend's).
         flush_every_s: How often local counts go to the backend's counters.
@@ -207,10 +279,10 @@ class ResponseCache(AccountedCache):
         """The cache key of a request."""
         return cache_key(prompt, model, params)
 
-    def get(
-        self, prompt: Any, *, model: str = "", params: Mapping[str, Any] | None = None
-    ) -> Hit | None:
-        """The cached answer to this request, or ``None`` (counted as a hit or a miss)."""
+    def _key(self, prompt: Any, model: str, params: Mapping[str, Any] | None) -> str:
+        return self.key(prompt, model, params)
+
+    def _lookup(self, prompt: Any, model: str, params: Mapping[str, Any] | None) -> Hit | None:
         key = cache_key(prompt, model, params)
         data = self.backend.get(key)
         recorder = self.accounting.recorder
@@ -220,26 +292,14 @@ class ResponseCache(AccountedCache):
         recorder.hit()
         return Hit(self.codec.decode(data), key)
 
-    def put(
+    def _store(
         self,
+        key: str,
         prompt: Any,
         value: Any,
-        *,
-        model: str = "",
-        params: Mapping[str, Any] | None = None,
-        ttl_s: float | None = None,
-        energy_j: float | None = None,
-        uncertainty_rel: float = 0.0,
-    ) -> str:
-        """Store an answer; ``energy_j``: what computing it cost (credited to later hits).
-
-        Raises:
-            ConfigError: The value cannot be encoded (nothing is written).
-        """
-        key = cache_key(prompt, model, params)
+        model: str,
+        params: Mapping[str, Any] | None,
+        ttl_s: float | None,
+    ) -> None:
         data = self.codec.encode(value)  # before any write
         self.backend.put(key, data, ttl_s if ttl_s is not None else self.ttl_s)
-        if energy_j is not None:
-            self.record_miss_energy(energy_j, uncertainty_rel)
-        return key
-

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from greenml.errors import CacheUnavailable
 from greenml.serve.backend import CacheBackend
 from greenml.serve.cache.keys import canonical_json, normalize_prompt, normalize_text, scope_key
 from greenml.serve.cache.response import AccountedCache, CacheAccounting, Hit
@@ -46,7 +47,8 @@ class SemanticCache(AccountedCache):
         backend: Where values live (default: an in-memory LRU of 100,000).
         index: ``exact`` (NumPy) or ``faiss`` (HNSW, approximate).
         request_meter: Measures the misses :meth:`cached` computes.
-        name: Prefix of the cache's routes (``NAME:miss``, ``NAME:hit``, ``NAME:error``).
+        name: Prefix of the cache's routes (``NAME:miss``, ``NAME:hit``, ``NAME:error``,
+            ``NAME:bypass`` while the store is down).
         price_usd_per_kwh: Electricity price for the USD saved.
         ttl_s: Time to live of entries put here (default: the backend's).
         codec: Value serialization (default JSON); checked before any write.
@@ -101,12 +103,14 @@ class SemanticCache(AccountedCache):
 
     # ------------------------------------------------------------ lookups
 
-    def get(
-        self, prompt: Any, *, model: str = "", params: Mapping[str, Any] | None = None
-    ) -> Hit | None:
+    def _key(self, prompt: Any, model: str, params: Mapping[str, Any] | None) -> str:
+        text = _text(prompt)
+        return f"{scope_key(model, params)}:{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+
+    def _lookup(self, prompt: Any, model: str, params: Mapping[str, Any] | None) -> Hit | None:
         """The answer cached for the closest prompt at or above the threshold, or ``None``."""
         if self.backend.shared and time.monotonic() - self._synced_at >= self._sync_every:
-            self.sync()
+            self._sync()
         scope = scope_key(model, params)
         text = _text(prompt)
         vector = self._embed(text)
@@ -127,37 +131,24 @@ class SemanticCache(AccountedCache):
         recorder.hit()
         return Hit(self.codec.decode(data), key, score)
 
-    def put(
+    def _store(
         self,
+        key: str,
         prompt: Any,
         value: Any,
-        *,
-        model: str = "",
-        params: Mapping[str, Any] | None = None,
-        ttl_s: float | None = None,
-        energy_j: float | None = None,
-        uncertainty_rel: float = 0.0,
-    ) -> str:
-        """Store an answer under the prompt's meaning; ``energy_j``: what computing it cost.
-
-        Raises:
-            ConfigError: The value cannot be encoded (nothing is written).
-        """
+        model: str,
+        params: Mapping[str, Any] | None,
+        ttl_s: float | None,
+    ) -> None:
         import numpy as np
 
         data = self.codec.encode(value)  # before any write
-        scope = scope_key(model, params)
-        text = _text(prompt)
-        key = f"{scope}:{hashlib.sha256(text.encode()).hexdigest()[:32]}"
-        vector = np.asarray(self._embed(text), dtype=np.float32)
+        vector = np.asarray(self._embed(_text(prompt)), dtype=np.float32)
         shared = vector.tobytes() if self.backend.shared else None
         evicted = self.backend.put(key, data, ttl_s if ttl_s is not None else self.ttl_s, shared)
         with self._lock:
-            self._index(scope, vector.shape[0]).add(key, vector)
+            self._index(key.split(":", 1)[0], vector.shape[0]).add(key, vector)
             self._forget(evicted)
-        if energy_j is not None:
-            self.record_miss_energy(energy_j, uncertainty_rel)
-        return key
 
     def put_many(
         self,
@@ -169,6 +160,9 @@ class SemanticCache(AccountedCache):
         ttl_s: float | None = None,
     ) -> list[str]:
         """Warm the cache: one embedding call for every prompt, then one put each.
+
+        While the store is down, only the entries written before it failed are
+        indexed (and their keys returned).
 
         Raises:
             ConfigError: A value cannot be encoded, or the lengths differ (nothing written).
@@ -186,19 +180,30 @@ class SemanticCache(AccountedCache):
         keys = [f"{scope}:{hashlib.sha256(t.encode()).hexdigest()[:32]}" for t in texts]
         ttl = ttl_s if ttl_s is not None else self.ttl_s
         evicted: list[str] = []
+        written = 0
         for key, data, vector in zip(keys, encoded, vectors, strict=True):
             shared = vector.tobytes() if self.backend.shared else None
-            evicted += self.backend.put(key, data, ttl, shared)
+            try:
+                evicted += self.backend.put(key, data, ttl, shared)
+            except CacheUnavailable:
+                break  # fail open: the rest is not written
+            written += 1
         with self._lock:
-            if len(keys):
-                self._index(scope, vectors.shape[1]).add_many(keys, vectors)
+            if written:
+                self._index(scope, vectors.shape[1]).add_many(keys[:written], vectors[:written])
             self._forget(evicted)
-        return keys
+        return keys[:written]
 
     # ------------------------------------------------------------ plumbing
 
     def sync(self) -> int:
-        """Index the vectors other processes stored since the last sync; how many."""
+        """Index the vectors other processes stored since the last sync; how many (0 if down)."""
+        try:
+            return self._sync()
+        except CacheUnavailable:
+            return 0
+
+    def _sync(self) -> int:
         import numpy as np
 
         cursor, rows = self.backend.vectors_since(self._cursor)

@@ -6,22 +6,30 @@ the standard error of that mean with the misses' own measurement uncertainty.
 Counters live in the backend (:meth:`add_stats`), so a Redis cache reports the
 hits and savings of every process that shares it; each process adds its
 counts in batches, at most once per ``flush_every_s``.
+
+While the store is unreachable the counts wait in this process (they are
+added when it is back), and :meth:`StatsRecorder.read` answers with the last
+counters it read plus this process's pending counts, marked ``stale``.
+Lookups answered without the cache during an outage are *bypasses*: neither
+hits nor misses, so they leave the hit rate alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from greenml.errors import CacheUnavailable
 from greenml.measure.measurement import JOULES_PER_KWH
 
 CREDIT = "each hit credited with the measured mean energy of a miss"
 FIELDS = ("hits", "misses", "measured_misses", "miss_energy_j", "miss_energy_sq_j2",
-          "miss_uncertainty_j")  # fmt: skip
+          "miss_uncertainty_j", "bypasses")  # fmt: skip
 
 
 class StatsStore(Protocol):
@@ -38,7 +46,13 @@ class StatsStore(Protocol):
 
 @dataclass(frozen=True)
 class CacheStats:
-    """Hit rate and what the hits saved; ``None`` where it cannot be known."""
+    """Hit rate and what the hits saved; ``None`` where it cannot be known.
+
+    ``bypasses``: lookups answered without the cache while its store was down.
+    ``backend_up`` and ``outages`` are this process's view of the store;
+    ``stale``: the store could not be read, the counters are the last read
+    plus this process's since.
+    """
 
     hits: int
     misses: int
@@ -47,6 +61,10 @@ class CacheStats:
     miss_energy_sq_j2: float = 0.0
     miss_uncertainty_j: float = 0.0
     price_usd_per_kwh: float | None = None
+    bypasses: int = 0
+    backend_up: bool = True
+    outages: int = 0
+    stale: bool = False
 
     @classmethod
     def from_counters(
@@ -62,6 +80,7 @@ class CacheStats:
             c["miss_energy_sq_j2"],
             c["miss_uncertainty_j"],
             price_usd_per_kwh,
+            bypasses=int(c["bypasses"]),
         )
 
     @property
@@ -117,12 +136,20 @@ class CacheStats:
             "energy_saved_uncertainty_rel": self.energy_saved_uncertainty_rel,
             "price_usd_per_kwh": self.price_usd_per_kwh,
             "usd_saved": self.usd_saved,
+            "bypasses": self.bypasses,
+            "backend_up": self.backend_up,
+            "outages": self.outages,
+            "stale": self.stale,
             "method": CREDIT,
         }
 
 
 class StatsRecorder:
-    """Counts hits, misses and miss energies locally; adds them to a store in batches."""
+    """Counts hits, misses and miss energies locally; adds them to a store in batches.
+
+    :meth:`totals` are this process's own counts since it started (for
+    Prometheus counters); they never touch the store.
+    """
 
     def __init__(
         self,
@@ -136,6 +163,9 @@ class StatsRecorder:
         self._clock = clock
         self._lock = threading.Lock()
         self._local: dict[str, float] = {}
+        self._totals: dict[str, float] = {}
+        self._last_read: dict[str, float] = {}  # the store's counters, last read
+        self._since_read: dict[str, float] = {}  # what this process added since
         self._flushed_at = clock()
 
     def hit(self) -> None:
@@ -143,6 +173,10 @@ class StatsRecorder:
 
     def miss(self) -> None:
         self._add({"misses": 1.0})
+
+    def bypass(self) -> None:
+        """A lookup answered without the cache: its store was unreachable."""
+        self._add({"bypasses": 1.0})
 
     def miss_energy(self, energy_j: float, uncertainty_rel: float = 0.0) -> None:
         """One miss's measured energy (what computing the answer cost)."""
@@ -155,21 +189,55 @@ class StatsRecorder:
 
     def _add(self, deltas: dict[str, float]) -> None:
         with self._lock:
-            for name, delta in deltas.items():
-                self._local[name] = self._local.get(name, 0.0) + delta
+            _add_to(self._local, deltas)
+            _add_to(self._totals, deltas)
             due = self._clock() - self._flushed_at >= self._every
         if due:
             self.flush()
 
-    def flush(self) -> None:
-        """Add the local counts to the store now."""
+    def flush(self) -> bool:
+        """Add the local counts to the store now; False if it is unreachable (kept for later)."""
         with self._lock:
             local, self._local = self._local, {}
             self._flushed_at = self._clock()
-        if local:
+        if not local:
+            return True
+        try:
             self._store.add_stats(local)
+        except CacheUnavailable:
+            with self._lock:
+                _add_to(self._local, local)
+            return False
+        with self._lock:
+            _add_to(self._since_read, local)
+        return True
+
+    def totals(self) -> dict[str, float]:
+        """This process's counts since it started (hits, misses, bypasses ...)."""
+        with self._lock:
+            return dict(self._totals)
 
     def read(self, price_usd_per_kwh: float | None = None) -> CacheStats:
-        """Flush, then the store's counters (every process's, for a shared store)."""
-        self.flush()
-        return CacheStats.from_counters(self._store.read_stats(), price_usd_per_kwh)
+        """Flush, then the store's counters (every process's, for a shared store).
+
+        With the store unreachable: the last counters read plus this process's
+        counts since, marked ``stale``.
+        """
+        counters: dict[str, float] | None = None
+        if self.flush():
+            with contextlib.suppress(CacheUnavailable):
+                counters = self._store.read_stats()
+        if counters is None:
+            with self._lock:
+                counters = dict(self._last_read)
+                _add_to(counters, self._since_read)
+                _add_to(counters, self._local)
+            return replace(CacheStats.from_counters(counters, price_usd_per_kwh), stale=True)
+        with self._lock:
+            self._last_read, self._since_read = dict(counters), {}
+        return CacheStats.from_counters(counters, price_usd_per_kwh)
+
+
+def _add_to(counters: dict[str, float], deltas: dict[str, float]) -> None:
+    for name, delta in deltas.items():
+        counters[name] = counters.get(name, 0.0) + delta
