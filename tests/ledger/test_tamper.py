@@ -207,3 +207,19 @@ def test_deleting_the_newest_entry_fails_verification(store: Store, ledger: Path
     assert not result.ok
     assert [(p.kind, p.run_id) for p in result.problems] == [("removed", "0000000000b2")]
     assert "not in the ledger" in str(result.problems[0])
+
+
+def test_an_edited_power_timeline_is_named(
+    five: list[dict[str, Any]], store: Store, ledger: Path, db_url: str
+) -> None:
+    """Samples are not in the hashed record, but their digest is: an edit is named."""
+    run_id = five[K - 1]["run_id"]
+    assert store.get_record(run_id)["samples_sha256"]
+    engine = create_engine(resolve_url(db_url))
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE samples SET power_w = power_w * 0.5 WHERE run_id = :id"),
+                     {"id": run_id})  # fmt: skip
+    engine.dispose()
+    problems = verify(ledger, store=store).problems
+    assert kinds(problems) == [("samples modified", K)]
+    assert "power timeline" in str(problems[0])

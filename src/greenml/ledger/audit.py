@@ -20,6 +20,7 @@ from greenml.ledger.canonical import record_sha256
 from greenml.ledger.entry import GENESIS_HASH, Entry
 from greenml.ledger.file import read_lines
 from greenml.ledger.keys import as_public_key, key_id, signature_valid
+from greenml.ledger.samples import FIELD, samples_digest
 
 if TYPE_CHECKING:
     from greenml.store.repository import Store
@@ -229,6 +230,7 @@ def _check_signatures(result: VerifyResult, public_key: Any) -> None:
 
 def _check_store(result: VerifyResult, store: Store) -> None:
     current: dict[str, str | None] = {}
+    timelines_checked: set[str] = set()
     for e in result.entries:
         if e.run_id not in current:
             try:
@@ -242,6 +244,10 @@ def _check_store(result: VerifyResult, store: Store) -> None:
                 current[e.run_id] = e.record_sha256  # reported once
                 continue
         now = current[e.run_id]
+        if now == e.record_sha256 and e.run_id not in timelines_checked:
+            timelines_checked.add(e.run_id)
+            if problem := _timeline_problem(store, e):
+                result.problems.append(problem)
         if now is None:
             detail = "the run is not in the store: deleted after it was ledgered"
             result.problems.append(Problem("run missing", detail, e.seq, e.run_id))
@@ -264,6 +270,19 @@ def _check_store(result: VerifyResult, store: Store) -> None:
             result.problems.append(Problem("removed", detail, run_id=row["id"]))
         else:
             result.unledgered.append(row["id"])
+
+
+def _timeline_problem(store: Store, e: Entry) -> Problem | None:
+    """The run's samples against the digest its ledgered record carries (if it has one)."""
+    stated = store.get_record(e.run_id).get(FIELD)
+    if not stated:
+        return None  # a run stored before timelines were digested
+    now = samples_digest(store.samples(e.run_id))
+    if now == stated:
+        return None
+    detail = (f"the run's power timeline (samples) was changed after it was ledgered "
+              f"({FIELD} {stated[:12]}… in the record, {now[:12]}… now)")  # fmt: skip
+    return Problem("samples modified", detail, e.seq, e.run_id)
 
 
 def _instant(iso: str) -> datetime:

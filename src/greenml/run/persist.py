@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import RunNotFound, StoreError
+from greenml.ledger.samples import FIELD as SAMPLES_FIELD
+from greenml.ledger.samples import samples_digest
 from greenml.measure.measurement import Measurement, Sample
 
 if TYPE_CHECKING:
@@ -145,6 +147,8 @@ def write_run(store: Store, f: FinishedRun) -> None:
     store.set_environment(f.run_id, env)
     store.add_samples(f.run_id, f.samples)
     store.add_windows(f.run_id, [f.window, *f.windows])
+    # the timeline as stored, digested into the record that the ledger hashes
+    store.update_extra(f.run_id, {SAMPLES_FIELD: samples_digest(store.samples(f.run_id))})
     store.finish_run(
         f.run_id, status=f.status, exit_code=f.exit_code, duration_s=f.duration_s,
         energy=f.energy, ended_at=f.ended_at,

@@ -177,3 +177,4 @@ class RunRecord(Block):
     cost: CostBlock | None = None
     progress: ProgressBlock | None = None
     schedule: ScheduleBlock | None = None
+    samples_sha256: str | None = field(default=None, metadata=meta(pattern="^[0-9a-f]{64}$"))
