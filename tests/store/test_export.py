@@ -59,3 +59,19 @@ def test_empty_samples_csv_has_header_only() -> None:
     buf = io.StringIO()
     samples_to_csv([], buf)
     assert buf.getvalue() == ",".join(CSV_COLUMNS) + "\n"
+
+
+def test_every_json_greenml_writes_is_valid_json_nan_and_infinity_become_null() -> None:
+    import json
+
+    from greenml.store.export import json_text, record_to_json
+
+    data = {"a": float("nan"), "b": [1.0, float("inf"), {"c": -float("inf")}], "d": (2.5,)}
+    text = json_text(data)
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    assert json.loads(text, parse_constant=refuse) == {"a": None, "b": [1.0, None, {"c": None}],
+                                                       "d": [2.5]}  # fmt: skip
+    assert json.loads(record_to_json({"id": "x", "e": float("nan")}), parse_constant=refuse)

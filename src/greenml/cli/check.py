@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from greenml.cli.options import db_option, json_option
+from greenml.store.export import json_text
 
 _EPILOG = """\b
 Each --baseline/--candidate is a stored run id (a unique prefix is enough) or a
@@ -74,7 +75,7 @@ def check(
     base, cand = _load([baselines, candidates], db_url)
     verdict = run_check(base, cand, allowed, unit=unit, compare=compare)
     if as_json:
-        click.echo(json.dumps(verdict.to_dict(), ensure_ascii=False))
+        click.echo(json_text(verdict.to_dict(), ensure_ascii=False))
     else:
         click.echo(verdict.line())
     if not verdict.passed:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -10,6 +9,7 @@ import click
 from greenml.cli import render
 from greenml.cli.options import json_option
 from greenml.errors import ConfigError
+from greenml.store.export import json_text
 
 TECHNIQUE_HELP = "int8, bf16, fp16, prune, sparse24, distill, onnx, onnx-int8"
 
@@ -141,7 +141,7 @@ def compress(
         data = result.to_dict()
         if written is not None:
             data["plot"] = str(written)
-        print(json.dumps(data, ensure_ascii=False, indent=2))
+        print(json_text(data, ensure_ascii=False, indent=2))
         return
     console = render.console()
     console.print(

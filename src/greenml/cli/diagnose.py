@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from greenml.cli import render
 from greenml.cli.options import db_option, json_option, parse_share, renamed
+from greenml.store.export import json_text
 
 
 @click.command()
@@ -53,7 +53,7 @@ def diagnose(
             candidates=list(candidates),
         )
     if as_json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        print(json_text(result.to_dict(), ensure_ascii=False, indent=2))
         return
     console = render.console()
     console.print(

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from greenml.cli import render
 from greenml.cli.options import json_option, location_options, price_option, pue_option
+from greenml.store.export import json_text
 
 if TYPE_CHECKING:
     from greenml.estimation.estimator import Estimate
@@ -87,7 +87,7 @@ def estimate(
         trials=trials,
     )
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        click.echo(json_text(result.to_json(), indent=2, ensure_ascii=False))
         return
     out = render.console()
     out.print(summary_table(result))

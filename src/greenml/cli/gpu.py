@@ -6,7 +6,6 @@ their old spellings stay as hidden aliases.
 
 from __future__ import annotations
 
-import json
 from typing import ClassVar
 
 import click
@@ -14,6 +13,7 @@ import click
 from greenml.cli import render
 from greenml.cli.app import LazyGroup
 from greenml.cli.options import gpu_renamed, gpus_option, gpus_to_act_on, json_option
+from greenml.store.export import json_text
 
 _state_option = click.option(
     "--state-file", type=click.Path(dir_okay=False), metavar="PATH",
@@ -48,7 +48,7 @@ def limits(gpus: str | None, as_json: bool) -> None:
     finally:
         control.close()
     if as_json:
-        print(json.dumps({"source": "NVML", "gpus": [g.to_dict() for g in rows]}, indent=2))
+        print(json_text({"source": "NVML", "gpus": [g.to_dict() for g in rows]}, indent=2))
         return
     render.console().print(render.gpu_limits_table(rows))
 
@@ -79,7 +79,7 @@ def set_limit(
     changes = [{"gpu": g.key, "uuid": g.uuid, "from_w": g.limit_w, "to_w": watts} for g in before]
     if as_json:
         out = {"dry_run": dry_run, "state_file": str(control.state_file), "changes": changes}
-        print(json.dumps(out, indent=2))
+        print(json_text(out, indent=2))
         return
     console = render.console()
     verb = "would set" if dry_run else "set"
@@ -103,7 +103,7 @@ def restore(state_file: str | None, as_json: bool) -> None:
 
     result = restore_from_state(state_file)
     if as_json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json_text(result.to_dict(), indent=2))
         return
     console = render.console()
     if not result.restored and not result.missing:

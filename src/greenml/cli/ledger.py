@@ -11,6 +11,7 @@ import click
 
 from greenml.cli.options import db_option, output_option, renamed
 from greenml.errors import ConfigError
+from greenml.store.export import json_text
 
 _PEM = click.Path(dir_okay=False, path_type=Path)
 
@@ -84,7 +85,7 @@ def export_cmd(
     from greenml.ledger import export
 
     statement = export(_ledger_path(ledger_file, db_url), key_file, head_only=head_only)
-    text = json.dumps(statement, indent=2, ensure_ascii=False) + "\n"
+    text = json_text(statement, indent=2, ensure_ascii=False) + "\n"
     if output is None:
         sys.stdout.write(text)
         return

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from greenml.cli import render
 from greenml.cli.options import gpu_renamed, gpus_option, gpus_to_act_on, json_option, parse_share
+from greenml.store.export import json_text
 
 
 @click.command()
@@ -46,7 +45,7 @@ def power_plan(
     plan = optimizer.plan
     optimizer.close()
     if as_json:
-        print(json.dumps(plan.to_dict(), indent=2, ensure_ascii=False))
+        print(json_text(plan.to_dict(), indent=2, ensure_ascii=False))
         return
     console = render.console()
     console.print(render.gpu_limits_table(list(plan.gpus)))

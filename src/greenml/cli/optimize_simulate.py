@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from greenml.cli import render
 from greenml.cli.options import json_option
+from greenml.store.export import json_text
 
 TABLE_MAX_RUNS = 30  # longer histories are summarised per batch size
 
@@ -64,7 +64,7 @@ def simulate(
     trace = load_workload(train_trace, power_trace, workload, default_batch_size)
     result = run_simulation(trace, eta=eta, beta=beta, recurrences=recurrences, seed=seed)
     if as_json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json_text(result.to_dict(), indent=2))
         return
     _render(result)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from greenml.cli import render
 from greenml.cli.options import json_option, parse_share
+from greenml.store.export import json_text
 
 
 @click.command()
@@ -71,7 +71,7 @@ def straggler_sim(
     )  # fmt: skip
     summary = simulate_seeds(config, seeds)
     if as_json:
-        print(json.dumps(summary, indent=2, ensure_ascii=False))
+        print(json_text(summary, indent=2, ensure_ascii=False))
         return
     _print_sim(summary)
 

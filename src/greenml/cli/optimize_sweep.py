@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import click
 from greenml.cli import render
 from greenml.cli.options import json_option, json_out_option, renamed
 from greenml.errors import ConfigError
+from greenml.store.export import json_text
 
 _EPILOG = """\b
 Examples:
@@ -170,9 +170,9 @@ def sweep(
     )
     data = result.to_dict(etas)
     if json_out is not None:
-        json_out.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        json_out.write_text(json_text(data, ensure_ascii=False, indent=2) + "\n")
     if as_json:
-        print(json.dumps(data, ensure_ascii=False, indent=2))
+        print(json_text(data, ensure_ascii=False, indent=2))
         return
     _render(result, etas, json_out)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -18,6 +17,7 @@ from greenml.cli.options import (
     zone_option,
 )
 from greenml.errors import ConfigError
+from greenml.store.export import json_text
 
 
 @click.command()
@@ -107,7 +107,7 @@ def job(**opts: Any) -> None:
     if opts["emit"]:
         _emit(opts, plan, job_)
     if opts["as_json"]:
-        print(json.dumps(plan.to_dict(), ensure_ascii=False, indent=2))
+        print(json_text(plan.to_dict(), ensure_ascii=False, indent=2))
         return
     _show(plan, job_)
 

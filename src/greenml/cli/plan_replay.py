@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from greenml.cli import render
 from greenml.cli.options import intensity_trace_option, json_option, trace_renamed
+from greenml.store.export import json_text
 
 
 @click.command()
@@ -90,7 +90,7 @@ def replay(
     )  # fmt: skip
     data = result.to_dict()
     if as_json:
-        print(json.dumps(data, ensure_ascii=False, indent=2))
+        print(json_text(data, ensure_ascii=False, indent=2))
         return
     console = render.console()
     console.print(_table(data))

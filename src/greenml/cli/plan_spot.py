@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -12,6 +11,7 @@ from greenml.cli.emit_options import cloud_infra, emit_options, write_emit
 from greenml.cli.options import instance_option, json_option, parse_share, region_option
 from greenml.errors import ConfigError
 from greenml.schedule.timeparse import parse_duration_s, parse_instant
+from greenml.store.export import json_text
 
 NOTICE_S = {"aws": 120.0, "gcp": 30.0, "azure": 30.0, "none": 0.0}
 
@@ -95,7 +95,7 @@ def spot(**opts: Any) -> None:
             note=f"greenml plan spot: {plan.recommended} recommended ({plan.reason})",
         )
     if opts["as_json"]:
-        click.echo(json.dumps(plan.to_dict(), indent=2))
+        click.echo(json_text(plan.to_dict(), indent=2))
         return
     _render(plan)
 

@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from greenml.cli.options import (
@@ -19,6 +17,7 @@ from greenml.cli.options import (
 )
 from greenml.errors import ConfigError
 from greenml.run import green
+from greenml.store.export import json_text
 
 __all__ = ["wait"]
 
@@ -62,7 +61,7 @@ def wait(
     )  # fmt: skip
     plan = make_plan(request, green.CLOCK())
     if as_json:
-        print(json.dumps(plan.to_dict(), ensure_ascii=False, indent=2))
+        print(json_text(plan.to_dict(), ensure_ascii=False, indent=2))
     green.announce(plan, dry_run=dry_run)
     if not dry_run:
         green.wait_for(plan)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import time
@@ -30,6 +29,7 @@ from greenml.cli.options import (
     trace_renamed,
     zone_option,
 )
+from greenml.store.export import json_text
 
 _PATH = click.Path(exists=True, dir_okay=False, path_type=str)
 _ACCOUNTING_OPTIONS = (
@@ -219,7 +219,7 @@ def run(
     if json_out is not None:
         record = result.record.to_dict() if result.record else _unsaved_record(options, result)
         try:
-            json_out.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+            json_out.write_text(json_text(record, indent=2, ensure_ascii=False) + "\n")
         except OSError as exc:
             print(f"greenml: error: --json-out {json_out} not written: {exc.strerror or exc}",
                   file=sys.stderr)  # fmt: skip
@@ -236,7 +236,7 @@ def _say_where_the_run_is(options: RunOptions, result: RunResult) -> None:
               f"database answers, by the next `greenml runs list{db}` (or any command "
               "that reads this store)", file=sys.stderr)  # fmt: skip
     elif result.run_id != "-":
-        record = json.dumps(_unsaved_record(options, result), ensure_ascii=False, default=str)
+        record = json_text(_unsaved_record(options, result), ensure_ascii=False, default=str)
         print(f"greenml: the run could be written nowhere; its record:\n{record}",
               file=sys.stderr)  # fmt: skip
 

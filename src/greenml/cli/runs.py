@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -12,6 +11,7 @@ import click
 
 from greenml.cli import render
 from greenml.cli.options import db_option, json_option, output_option
+from greenml.store.export import json_text
 
 
 @click.group()
@@ -37,7 +37,7 @@ def list_runs(
         rows = store.list_runs(limit=limit, name=name, tag=parse_tags(tags) or None)
     if as_json:
         for row in rows:
-            print(json.dumps(row, ensure_ascii=False))
+            print(json_text(row, ensure_ascii=False))
         return
     if not rows:
         print("no runs stored yet: try `greenml run -- python train.py`")

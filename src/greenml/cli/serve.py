@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from greenml.cli import render
 from greenml.cli.options import json_option, price_option, sample_hz_option
 from greenml.errors import ConfigError
 from greenml.measure.meter import Meter
+from greenml.store.export import json_text
 
 
 def make_meter(sample_hz: float) -> Meter:
@@ -76,7 +76,7 @@ def batch_curve(
     finally:
         meter.close()
     if as_json:
-        print(json.dumps(curve.to_dict(), indent=2))
+        print(json_text(curve.to_dict(), indent=2))
         return
     _render_curve(curve, latency_budget_ms)
 
@@ -184,7 +184,7 @@ def cache_stats(redis_url: str, namespace: str, price: float | None, as_json: bo
     finally:
         backend.close()
     if as_json:
-        print(json.dumps({"namespace": namespace, "entries": entries, **stats.to_dict()}, indent=2))
+        print(json_text({"namespace": namespace, "entries": entries, **stats.to_dict()}, indent=2))
         return
     console = render.console()
     rate = stats.hit_rate
