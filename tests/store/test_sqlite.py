@@ -82,3 +82,11 @@ def test_read_only_database_file(tmp_path: Path) -> None:
             store.create_run(name="y", command=[], tags={}, started_at=2.0, pid=1, hostname=None)
     finally:
         path.chmod(0o600)
+
+
+def test_a_folder_greenml_creates_for_the_store_is_private(tmp_path: Path) -> None:
+    from greenml.store import open_store
+
+    with open_store(str(tmp_path / "new" / "runs.db")):
+        pass
+    assert (tmp_path / "new").stat().st_mode & 0o777 == 0o700

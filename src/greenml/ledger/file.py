@@ -74,7 +74,7 @@ def append_hash(
     """Append an entry for a record hash (see :func:`append`)."""
     created = not path.exists()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     except OSError as exc:
         raise LedgerError(f"cannot open the ledger {path}: {exc.strerror or exc}") from exc

@@ -52,7 +52,7 @@ def _make_parent(path: Path) -> None:
             if not ancestor.is_dir():
                 raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(ancestor))
             break
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # a folder greenml makes is private
     if not path.exists() and not os.access(path.parent, os.W_OK | os.X_OK):
         raise PermissionError(errno.EACCES, "Permission denied", str(path.parent))
 
