@@ -176,3 +176,19 @@ def test_a_run_with_hourly_intensity_gets_its_intensity_plotted() -> None:
     assert figure.series[0].y == [300.0, 340.0]
     assert figure.y_label == "g CO2eq/kWh"
     assert intensity_over_run({"carbon": {"kg": 1.0}}) is None  # a constant: nothing to plot
+
+
+@pytest.mark.parametrize(("joules", "unit", "shown"), [(8.8, "J", 8.8), (14_200.0, "kJ", 14.2),
+                                                       (5 * KWH, "kWh", 5.0)])  # fmt: skip
+def test_energy_charts_use_one_unit_that_fits_their_size(
+    store: Store, joules: float, unit: str, shown: float
+) -> None:
+    cpu = [("cpu", "cpu0", "CPU (model)", joules, "estimated", 0.5)]
+    a = make_run(store, devices=cpu, name="a")
+    b = make_run(store, devices=cpu, name="b", start=T0 + 7200)
+    figs = next(s for s in statement.build(load_runs(store, [a, b])).sections
+                if s.heading == "Energy breakdown").figures  # fmt: skip
+    pie, bars = figs[0], figs[1]
+    assert pie.y_label == unit and bars.y_label == unit
+    assert bars.series[0].y == pytest.approx([shown, shown])
+    assert pie.series[0].y == pytest.approx([2 * shown])

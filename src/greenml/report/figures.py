@@ -15,33 +15,48 @@ if TYPE_CHECKING:
     from greenml.report.runset import RunSet
 
 J_PER_KWH = 3.6e6
+ENERGY_AXIS_UNITS = ((1.0, "J"), (1e3, "kJ"), (J_PER_KWH, "kWh"), (1e3 * J_PER_KWH, "MWh"))
+
+
+def energy_axis(largest_j: float) -> tuple[float, str]:
+    """(joules per unit, unit) for a chart whose largest value is ``largest_j``: the
+    biggest unit in which it is at least 1, so an axis never reads 2.43e-06 kWh."""
+    size, name = ENERGY_AXIS_UNITS[0]
+    for candidate, label in ENERGY_AXIS_UNITS:
+        if largest_j >= candidate:
+            size, name = candidate, label
+    return size, name
 MAX_POINTS = 600
 """Power timelines are thinned to about this many points per component."""
 
 
 def energy_by_component(runs: RunSet) -> Figure:
-    """IT energy per component (GPU, CPU, DRAM) over all runs, kWh, as a pie."""
+    """IT energy per component (GPU, CPU, DRAM) over all runs, as a pie, in one unit that
+    fits (J, kJ, kWh or MWh)."""
     names = list(runs.components)
+    size, unit = energy_axis(max((runs.components[c][0] for c in names), default=0.0))
     return Figure(
         kind="pie",
         title="IT energy by component",
-        series=[Series("energy", names, [runs.components[c][0] / J_PER_KWH for c in names])],
+        series=[Series("energy", names, [runs.components[c][0] / size for c in names])],
         x_label="component",
-        y_label="kWh",
-        error={"energy": [runs.components[c][1] / J_PER_KWH for c in names]},
+        y_label=unit,
+        error={"energy": [runs.components[c][1] / size for c in names]},
     )
 
 
 def energy_per_run(runs: RunSet) -> Figure:
-    """IT energy of each run, stacked by component, kWh, with ± per component."""
+    """IT energy of each run, stacked by component, with ± per component, in one unit."""
     labels = [rec.label(r) for r in runs.records]
+    totals = [sum(d[3] for d in rec.devices(r)) for r in runs.records]
+    size, unit = energy_axis(max(totals, default=0.0))
     series, errors = [], {}
     for comp in runs.components:
         values, spread = [], []
         for record in runs.records:
             devs = [d for d in rec.devices(record) if d[0] == comp]
-            values.append(sum(d[3] for d in devs) / J_PER_KWH)
-            spread.append(sum(d[3] * d[4] for d in devs) / J_PER_KWH)
+            values.append(sum(d[3] for d in devs) / size)
+            spread.append(sum(d[3] * d[4] for d in devs) / size)
         series.append(Series(comp, list(labels), values))
         errors[comp] = spread
     return Figure(
@@ -49,7 +64,7 @@ def energy_per_run(runs: RunSet) -> Figure:
         title="IT energy per run, by component",
         series=series,
         x_label="run",
-        y_label="kWh",
+        y_label=unit,
         error=errors,
     )
 
