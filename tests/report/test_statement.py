@@ -192,3 +192,14 @@ def test_energy_charts_use_one_unit_that_fits_their_size(
     assert pie.y_label == unit and bars.y_label == unit
     assert bars.series[0].y == pytest.approx([shown, shown])
     assert pie.series[0].y == pytest.approx([2 * shown])
+
+
+@pytest.mark.parametrize(
+    ("kg", "shown"),
+    [(2.43e-6, "2.43 mg CO2eq"), (5.1e-10, "0.510 µg CO2eq"), (0.5, "500 g CO2eq"),
+     (1234.0, "1.23 t CO2eq")],
+)  # fmt: skip
+def test_report_co2_reads_in_the_unit_that_fits(kg: float, shown: str) -> None:
+    from greenml.report import sigfig
+
+    assert sigfig.co2(kg, 3) == shown

@@ -85,8 +85,12 @@ def energy(joules: float, digits: int = 2) -> str:
 
 
 def co2(kg: float, digits: int = 2) -> str:
-    """CO2eq in g, kg or t."""
+    """CO2eq in µg, mg, g, kg or t (``2.4 mg CO2eq``, never ``0.0024 g``)."""
     magnitude = abs(kg)
+    if 0 < magnitude < 1e-6:
+        return f"{sig(kg * 1e9, digits)} µg CO2eq"
+    if 0 < magnitude < 1e-3:
+        return f"{sig(kg * 1e6, digits)} mg CO2eq"
     if magnitude < 1:
         return f"{sig(kg * 1000, digits)} g CO2eq"
     if magnitude < 1000:
