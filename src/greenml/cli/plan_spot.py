@@ -90,8 +90,7 @@ def spot(**opts: Any) -> None:
             opts,
             infras=[cloud_infra(r) for r in opts["regions"]],
             use_spot=plan.recommended != "on-demand",
-            begin=start,
-            duration_s=plan.outcome(plan.recommended).time_quantile_s(0.99),
+            pieces=[(start, plan.outcome(plan.recommended).time_quantile_s(0.99))],
             note=f"greenml plan spot: {plan.recommended} recommended ({plan.reason})",
         )
     if opts["as_json"]:
