@@ -12,7 +12,13 @@ import pytest
 import yaml
 
 from greenml.errors import ConfigError
-from greenml.schedule.emit import Placement, skypilot_task, skypilot_yaml, slurm_header
+from greenml.schedule.emit import (
+    ClusterZone,
+    Placement,
+    skypilot_task,
+    skypilot_yaml,
+    slurm_header,
+)
 
 SCHEMAS = json.loads((Path(__file__).parent / "data" / "skypilot_schemas.json").read_text())
 
@@ -83,13 +89,13 @@ def test_no_placement_leaves_the_choice_and_bad_buckets_are_refused() -> None:
 
 def test_slurm_header_starts_at_the_planned_time_in_local_time() -> None:
     begin = datetime(2026, 11, 23, 2, 30, tzinfo=timezone.utc)
-    cet = timezone(timedelta(hours=1), "CET")
+    berlin = ClusterZone.named("Europe/Berlin")
     text = slurm_header(
         job_name="train",
         begin=begin,
         duration_s=26 * 3600 + 90,
         deadline=begin + timedelta(hours=30),
-        local_zone=cet,
+        zone=berlin,
     )
     lines = text.splitlines()
     assert lines[0] == "#!/bin/bash"

@@ -24,6 +24,12 @@ _OPTIONS = (
     click.option("--job-name", default="greenml-job", show_default=True, help="For --emit."),
     click.option("--accelerators", metavar="NAME:COUNT", help="For --emit skypilot, e.g. A100:8."),
     click.option("--checkpoint-bucket", metavar="URL", help="For --emit skypilot: s3://… gs://…."),
+    click.option(
+        "--cluster-tz",
+        metavar="TZ",
+        help="For --emit slurm: the zone Slurm reads --begin in (IANA, e.g. Europe/Berlin; "
+        "default: this machine's).",
+    ),
 )
 
 
@@ -60,18 +66,34 @@ def write_emit(
     *,
     infras: Sequence[str],
     use_spot: bool,
-    begin: datetime,
-    duration_s: float,
+    pieces: Sequence[tuple[datetime, float]],
     deadline: datetime | None = None,
     note: str | None = None,
 ) -> None:
-    """Write the task --emit asked for to -o FILE and say so on stderr."""
+    """Write the task --emit asked for to -o FILE and say so on stderr.
+
+    ``pieces`` are (start, duration in seconds). Slurm gets every piece
+    (a submit script chaining one job per piece when there are several);
+    SkyPilot has no start time or time limit in a task, so it gets one task
+    and the file lists every piece's window, to launch it in.
+    """
     from greenml.resilience.signals import EXIT_REQUEUE
-    from greenml.schedule.emit import Placement, skypilot_task, skypilot_yaml, slurm_header
+    from greenml.schedule.emit import (
+        ClusterZone,
+        Piece,
+        Placement,
+        skypilot_task,
+        skypilot_yaml,
+        slurm_script,
+    )
 
     if not opts["output"]:
         raise ConfigError("--emit needs -o FILE")
+    planned = [Piece(begin, duration_s) for begin, duration_s in sorted(pieces)]
+    extra = ""
     if opts["emit"] == "skypilot":
+        if opts.get("cluster_tz"):
+            raise ConfigError("--cluster-tz is for --emit slurm (SkyPilot tasks carry no start)")
         task = skypilot_task(
             name=opts["job_name"],
             run=opts["run_cmd"],
@@ -81,15 +103,38 @@ def write_emit(
             checkpoint_bucket=opts["checkpoint_bucket"],
             recover_on_exit_codes=[EXIT_REQUEUE],  # greenml's "checkpointed, run me again"
         )
-        text = skypilot_yaml(task)
+        comments = [note] if note else []
+        if len(planned) > 1:
+            comments += _skypilot_pieces(planned)
+            extra = f" (one task for {len(planned)} pieces; the file lists when to launch each)"
+        text = "".join(f"# {line}\n" for line in comments) + skypilot_yaml(task)
     else:
-        header = slurm_header(
-            job_name=opts["job_name"], begin=begin, duration_s=duration_s, deadline=deadline
-        )
-        text = header + opts["run_cmd"] + "\n"
-    if note:
-        text = f"# {note}\n{text}" if opts["emit"] == "skypilot" else text.replace(
-            "\n", f"\n# {note}\n", 1
-        )
+        tz = opts.get("cluster_tz")
+        zone = ClusterZone.named(tz) if tz else ClusterZone.local()
+        text = slurm_script(
+            job_name=opts["job_name"], run=opts["run_cmd"], pieces=planned,
+            deadline=deadline, zone=zone, note=note,
+        )  # fmt: skip
+        if len(planned) > 1:
+            extra = f" ({len(planned)} pieces: submit with bash {opts['output']})"
     Path(opts["output"]).write_text(text, encoding="utf-8")
-    render.console(stderr=True).print(f"wrote the {opts['emit']} task to {opts['output']}")
+    render.console(stderr=True).print(
+        f"wrote the {opts['emit']} task to {opts['output']}{extra}", highlight=False, markup=False
+    )
+
+
+def _skypilot_pieces(pieces: Sequence[Any]) -> list[str]:
+    from datetime import timedelta, timezone
+
+    def utc(moment: datetime) -> str:
+        return f"{moment.astimezone(timezone.utc):%Y-%m-%dT%H:%M}Z"
+
+    lines = [
+        f"The plan has {len(pieces)} pieces. A SkyPilot task has no start time or time limit,",
+        "so this one task serves them all: launch it at each piece's start below and cancel it",
+        "at the piece's end (sky jobs cancel); it resumes from its checkpoint each time.",
+    ]
+    for index, piece in enumerate(pieces, 1):
+        end = piece.begin + timedelta(seconds=piece.duration_s)
+        lines.append(f"piece {index}/{len(pieces)}: {utc(piece.begin)} to {utc(end)}")
+    return lines

@@ -113,13 +113,11 @@ def job(**opts: Any) -> None:
 
 
 def _emit(opts: dict[str, Any], plan: Any, job_: Any) -> None:
-    pieces = len(plan.chunks)
     note = f"greenml plan job: planned start {plan.start:%Y-%m-%dT%H:%MZ} in {plan.location}"
-    if pieces > 1:
-        note += f"; the plan has {pieces} pieces and this task starts the first"
     infras = [cloud_infra(plan.location)] if opts["emit"] == "skypilot" else []
-    write_emit(opts, infras=infras, use_spot=False, begin=plan.start,
-               duration_s=job_.duration_s, deadline=job_.deadline, note=note)  # fmt: skip
+    pieces = [(c.start, c.duration_s) for c in plan.chunks] or [(plan.start, job_.duration_s)]
+    write_emit(opts, infras=infras, use_spot=False, pieces=pieces, deadline=job_.deadline,
+               note=note)  # fmt: skip
 
 
 def _job(opts: dict[str, Any]) -> tuple[Any, Any]:

@@ -37,6 +37,13 @@ NOTICE_S = {"aws": 120.0, "gcp": 30.0, "azure": 30.0, "none": 0.0}
 )
 @click.option("--gpu", metavar="NAME", help="Use the default interruption rate of A100/V100/H100.")
 @click.option("--interruption-rate", metavar="RATE", help="Interruptions per hour: 0.023 or 2.3%.")
+@click.option(
+    "--interruption-rates",
+    "rates_csv",
+    metavar="CSV",
+    help="Per-region rates for --gpu: columns gpu,region,rate_per_hour[,source]; "
+    "regions not listed use the default.",
+)
 @click.option("--weekend-factor", type=float, help="Rate multiplier on Saturdays and Sundays.")
 @click.option("--spot-price", type=float, metavar="USD_PER_H", help="Spot price per hour.")
 @click.option("--on-demand-price", type=float, metavar="USD_PER_H", help="On-demand price / hour.")
@@ -52,7 +59,10 @@ NOTICE_S = {"aws": 120.0, "gcp": 30.0, "azure": 30.0, "none": 0.0}
 @click.option("--trials", default=2000, show_default=True, type=click.IntRange(1, 200_000))
 @click.option("--seed", default=0, show_default=True, type=int)
 @json_option("Print the plan as JSON on stdout.")
-@region_option(candidates=True, help="A cloud region for --emit, e.g. aws:us-east-1 (repeatable).")
+@region_option(
+    candidates=True,
+    help="A cloud region for --emit and --interruption-rates, e.g. aws:us-east-1 (repeatable).",
+)
 @emit_options
 def spot(**opts: Any) -> None:
     """Plan a job on spot capacity: expected cost and time, and the strategy to use."""
@@ -66,7 +76,7 @@ def spot(**opts: Any) -> None:
         restart_cost_s=_duration_or_zero(opts["restart_cost"], "--restart-cost"),
         notice_s=_notice_s(opts["notice"]),
     )
-    rate, weekend, rate_source = _rate(opts)
+    rate, weekend, rate_source, by_region = _rate(opts)
     spot_price, on_demand_price = _prices(opts)
     deadline_s = None
     if opts["deadline"]:
@@ -80,6 +90,7 @@ def spot(**opts: Any) -> None:
         start=start,
         weekend_factor=weekend,
         rate_source=rate_source,
+        rates_by_region=by_region,
         deadline_s=deadline_s,
         confidence=parse_share(opts["confidence"], "--confidence"),
         trials=opts["trials"],
@@ -90,8 +101,7 @@ def spot(**opts: Any) -> None:
             opts,
             infras=[cloud_infra(r) for r in opts["regions"]],
             use_spot=plan.recommended != "on-demand",
-            begin=start,
-            duration_s=plan.outcome(plan.recommended).time_quantile_s(0.99),
+            pieces=[(start, plan.outcome(plan.recommended).time_quantile_s(0.99))],
             note=f"greenml plan spot: {plan.recommended} recommended ({plan.reason})",
         )
     if opts["as_json"]:
@@ -109,22 +119,50 @@ def _notice_s(text: str) -> float:
     return NOTICE_S[key] if key in NOTICE_S else parse_duration_s(text, "--notice")
 
 
-def _rate(opts: dict[str, Any]) -> tuple[float, float, str]:
+def _rate(opts: dict[str, Any]) -> tuple[float, float, str, list[dict[str, Any]]]:
+    """The rate to simulate, the weekend factor, where the rate came from, and per region."""
     from greenml.resilience.interval import interruption_rate
 
-    if opts["interruption_rate"] and opts["gpu"]:
-        raise ConfigError("give --gpu or --interruption-rate, not both")
+    if opts["interruption_rate"] and (opts["gpu"] or opts["rates_csv"]):
+        raise ConfigError("give --interruption-rate or --gpu (with --interruption-rates), not both")
     if opts["interruption_rate"]:
         rate = parse_share(opts["interruption_rate"], "--interruption-rate")
         weekend = opts["weekend_factor"] if opts["weekend_factor"] is not None else 1.0
-        return rate, weekend, "given (--interruption-rate)"
+        return rate, weekend, "given (--interruption-rate)", []
+    if opts["rates_csv"] and not opts["gpu"]:
+        raise ConfigError("--interruption-rates needs --gpu: its rows are per GPU and region")
+    if opts["gpu"] and opts["rates_csv"]:
+        return _regional_rate(opts)
     if opts["gpu"]:
         known = interruption_rate(opts["gpu"])
         weekend = opts["weekend_factor"]
         if weekend is None:
             weekend = known.weekend_factor
-        return known.per_hour, weekend, f"default for {known.accelerator}: {known.source}"
+        source = f"default for {known.accelerator}: {known.source}"
+        if opts["regions"]:
+            source += "; the same in every region (give --interruption-rates for regional rates)"
+        return known.per_hour, weekend, source, []
     raise ConfigError("give the interruption rate: --gpu A100|V100|H100 or --interruption-rate")
+
+
+def _regional_rate(opts: dict[str, Any]) -> tuple[float, float, str, list[dict[str, Any]]]:
+    """The highest rate among the --region's: the task may land in any of them."""
+    from greenml.resilience.interval import interruption_rate
+    from greenml.schedule.spot_rates import RateTable, regional_rates
+
+    table = RateTable.from_csv(opts["rates_csv"])
+    applied = regional_rates(opts["gpu"], opts["regions"], table)
+    worst = max(applied, key=lambda a: a.per_hour)
+    weekend = opts["weekend_factor"]
+    if weekend is None:
+        try:
+            weekend = interruption_rate(opts["gpu"]).weekend_factor
+        except ConfigError:
+            weekend = 1.0
+    source = worst.describe(opts["gpu"])
+    if len(applied) > 1:
+        source = f"the highest of the --region rates, {source}"
+    return worst.per_hour, weekend, source, [a.to_dict() for a in applied]
 
 
 def _prices(opts: dict[str, Any]) -> tuple[float, float]:
@@ -171,5 +209,12 @@ def _render(plan: Any) -> None:
         f"{render.duration(plan.job.checkpoint_cost_s)} checkpoint at "
         f"{plan.rates.per_hour:.2%}/h interruptions."
     )
-    out.print(f"Interruption rate: {plan.rate_source}.")
+    out.print(f"Interruption rate: {plan.rate_source}.", highlight=False, markup=False)
+    for row in plan.rates_by_region:
+        out.print(
+            f"  {row['region'] or 'any region'}: {row['interruptions_per_hour']:.2%}/h "
+            f"({row['from']}) — {row['source']}",
+            highlight=False,
+            markup=False,
+        )
     out.print(f"Recommended: [bold]{plan.recommended}[/bold] — {plan.reason}.")

@@ -4,7 +4,12 @@ SkyPilot fields follow its documented task schema (``resources.infra``,
 ``use_spot``, ``any_of``, ``job_recovery``, ``file_mounts`` with a bucket in
 MOUNT mode); the tests validate the output against the JSON schemas of
 SkyPilot 0.14.1. Slurm reads ``--begin`` in the controller's local time, so
-the header states the UTC instant and the zone it was written in.
+the header writes the planned instant in the cluster's zone (an IANA name,
+DST included) and states the UTC instant and the zone beside it. Absolute
+times, not ``now+N``: a relative time would move with the moment of
+submission. A plan of several pieces becomes a submit script that calls
+``sbatch`` once per piece, each after the one before
+(``--dependency=afterany:``), each with its own ``--begin`` and ``--time``.
 
 Lazy imports: PyYAML (~30 ms) is imported inside the functions that use it, so importing
 this module stays cheap.
@@ -15,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 
 from greenml.errors import ConfigError
@@ -112,6 +117,89 @@ def skypilot_yaml(task: dict[str, Any]) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class Piece:
+    """One piece of a planned job: start at ``begin`` and run ``duration_s``."""
+
+    begin: datetime
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class ClusterZone:
+    """The zone Slurm's controller reads ``--begin`` in, and how greenml knows it."""
+
+    tz: tzinfo | None  # None: this machine's local zone, rules included
+    label: str
+    origin: str
+
+    @staticmethod
+    def named(name: str) -> ClusterZone:
+        """An IANA zone such as ``Europe/Berlin``.
+
+        Raises:
+            ConfigError: Not a zone name the tz database knows.
+        """
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            tz = ZoneInfo(name.strip())
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(
+                f"--cluster-tz {name!r} is not a time zone name (IANA, like Europe/Berlin or UTC)"
+            ) from None
+        return ClusterZone(tz, str(tz), "the cluster's zone, from --cluster-tz")
+
+    @staticmethod
+    def local() -> ClusterZone:
+        """This machine's zone (by IANA name when it can be found, so DST is followed)."""
+        name = _local_zone_name()
+        if name:
+            try:
+                zone = ClusterZone.named(name)
+                return ClusterZone(zone.tz, zone.label, _LOCAL_ORIGIN)
+            except ConfigError:
+                pass
+        label = datetime.now().astimezone().strftime("%Z") or "local"
+        return ClusterZone(None, label, _LOCAL_ORIGIN)
+
+    def at(self, moment: datetime) -> datetime:
+        return moment.astimezone(self.tz) if self.tz is not None else moment.astimezone()
+
+    def repeats(self, moment: datetime) -> bool:
+        """Whether the local wall time of ``moment`` happens twice (DST ends)."""
+        local = self.at(moment).replace(tzinfo=None)
+        if self.tz is None:
+            return False
+        first = local.replace(tzinfo=self.tz, fold=0).utcoffset()
+        second = local.replace(tzinfo=self.tz, fold=1).utcoffset()
+        # first > second when clocks go back; a gap (clocks go forward) holds no real instant
+        return first is not None and second is not None and first > second
+
+
+_LOCAL_ORIGIN = "this machine's zone; give --cluster-tz if the cluster's differs"
+
+
+def _local_zone_name() -> str | None:
+    import os
+    from pathlib import Path
+
+    name = os.environ.get("TZ", "").lstrip(":")
+    if name:
+        return name
+    try:
+        target = str(Path("/etc/localtime").resolve())
+    except OSError:
+        return None
+    _, sep, rest = target.partition("zoneinfo/")
+    return rest if sep and rest else None
+
+
+def _slurm_time(duration_s: float) -> str:
+    minutes = max(1, math.ceil(duration_s / 60.0))
+    return f"{minutes // 1440}-{minutes % 1440 // 60:02d}:{minutes % 60:02d}:00"
+
+
 def slurm_header(
     *,
     job_name: str,
@@ -120,30 +208,111 @@ def slurm_header(
     deadline: datetime | None = None,
     requeue: bool = True,
     checkpoint_signal_s: float | None = 120.0,
-    local_zone: timezone | None = None,
+    zone: ClusterZone | None = None,
 ) -> str:
     """``#SBATCH`` lines that start the job at the planned time.
 
-    ``--signal=B:USR1@N`` asks Slurm to send SIGUSR1 N seconds before the time
-    limit, which greenml's checkpointer turns into an emergency checkpoint.
+    ``--begin`` and ``--deadline`` are written in ``zone`` (the cluster's;
+    default: this machine's). ``--signal=B:USR1@N`` asks Slurm to send SIGUSR1
+    N seconds before the time limit, which greenml's checkpointer turns into
+    an emergency checkpoint.
     """
     if begin.tzinfo is None:
         raise ConfigError("the planned start must carry a time zone")
-    zone = local_zone or datetime.now().astimezone().tzinfo or timezone.utc
-    local_begin = begin.astimezone(zone)
-    minutes = max(1, math.ceil(duration_s / 60.0))
+    zone = zone or ClusterZone.local()
+    local_begin = zone.at(begin)
     lines = [
         "#!/bin/bash",
-        f"# Planned by greenml: start {begin.astimezone(timezone.utc):%Y-%m-%dT%H:%M}Z "
-        f"(written in the {local_begin:%Z} time zone; Slurm reads --begin in local time)",
+        f"# Planned by greenml: start {begin.astimezone(timezone.utc):%Y-%m-%dT%H:%M}Z = "
+        f"{local_begin:%Y-%m-%dT%H:%M} {local_begin:%Z} in {zone.label} ({zone.origin}); "
+        "Slurm reads --begin in the controller's local time",
+    ]
+    if zone.repeats(begin):
+        lines.append(
+            f"# Note: {local_begin:%H:%M} happens twice on {local_begin:%Y-%m-%d} in {zone.label} "
+            "(DST ends); Slurm may read the other one, an hour off"
+        )
+    lines += [
         f"#SBATCH --job-name={job_name}",
         f"#SBATCH --begin={local_begin:%Y-%m-%dT%H:%M:%S}",
-        f"#SBATCH --time={minutes // 1440}-{minutes % 1440 // 60:02d}:{minutes % 60:02d}:00",
+        f"#SBATCH --time={_slurm_time(duration_s)}",
     ]
     if deadline is not None:
-        lines.append(f"#SBATCH --deadline={deadline.astimezone(zone):%Y-%m-%dT%H:%M:%S}")
+        lines.append(f"#SBATCH --deadline={zone.at(deadline):%Y-%m-%dT%H:%M:%S}")
     if requeue:
         lines.append("#SBATCH --requeue")
     if checkpoint_signal_s:
         lines.append(f"#SBATCH --signal=B:USR1@{int(checkpoint_signal_s)}")
+    return "\n".join(lines) + "\n"
+
+
+def slurm_script(
+    *,
+    job_name: str,
+    run: str,
+    pieces: Sequence[Piece],
+    deadline: datetime | None = None,
+    zone: ClusterZone | None = None,
+    note: str | None = None,
+) -> str:
+    """What to hand Slurm: an sbatch script for one piece, a submit script for several.
+
+    The submit script (``bash FILE``) calls ``sbatch --parsable`` once per
+    piece with the piece's script on standard input, each piece after the
+    one before has ended (``--dependency=afterany:JOBID``), so a piece that
+    starts late never overlaps the next. Each piece exports
+    ``GREENML_PIECE`` and ``GREENML_PIECES``; the job resumes from its
+    checkpoint.
+
+    Raises:
+        ConfigError: No pieces, or a start without a time zone.
+    """
+    if not pieces:
+        raise ConfigError("the plan has no piece to emit")
+    zone = zone or ClusterZone.local()
+    ordered = sorted(pieces, key=lambda p: p.begin)
+    if len(ordered) == 1:
+        header = slurm_header(
+            job_name=job_name, begin=ordered[0].begin, duration_s=ordered[0].duration_s,
+            deadline=deadline, zone=zone,
+        )  # fmt: skip
+        if note:
+            header = header.replace("\n", f"\n# {note}\n", 1)
+        return header + run + "\n"
+    count = len(ordered)
+    lines = [
+        "#!/bin/bash",
+        f"# Planned by greenml: {count} pieces of one job. Submit with: bash THIS_FILE",
+        "# (it calls sbatch once per piece; each waits for the one before: afterany).",
+    ]
+    if note:
+        lines.append(f"# {note}")
+    lines += [
+        "set -euo pipefail",
+        'prev=""',
+        "submit() {",
+        '  if [ -n "$prev" ]; then sbatch --parsable --dependency="afterany:$prev"; '
+        "else sbatch --parsable; fi",
+        "}",
+    ]
+    for index, piece in enumerate(ordered, 1):
+        end = piece.begin + timedelta(seconds=piece.duration_s)
+        marker = f"GREENML_PIECE_{index}"
+        header = slurm_header(
+            job_name=job_name, begin=piece.begin, duration_s=piece.duration_s,
+            deadline=deadline, zone=zone,
+        )  # fmt: skip
+        lines += [
+            "",
+            f"# piece {index}/{count}: {piece.begin.astimezone(timezone.utc):%Y-%m-%dT%H:%M}Z"
+            f" to {end.astimezone(timezone.utc):%Y-%m-%dT%H:%M}Z",
+            f"prev=$(submit <<'{marker}'",
+            header.rstrip("\n"),
+            f"export GREENML_PIECE={index} GREENML_PIECES={count}",
+            run,
+            marker,
+            ")",
+            'prev="${prev%%;*}"  # --parsable prints JOBID[;CLUSTER]',
+            f'echo "piece {index}/{count}: job $prev"',
+        ]
     return "\n".join(lines) + "\n"

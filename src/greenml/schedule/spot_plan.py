@@ -8,6 +8,7 @@ time left no longer covers the remaining work with a margin.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -38,6 +39,7 @@ class SpotPlan:
     outcomes: tuple[Outcome, ...]
     recommended: str
     reason: str
+    rates_by_region: tuple[dict[str, Any], ...] = ()
 
     def outcome(self, strategy: str) -> Outcome:
         return next(o for o in self.outcomes if o.strategy == strategy)
@@ -51,6 +53,7 @@ class SpotPlan:
             "interruptions_per_hour": self.rates.per_hour,
             "weekend_factor": self.rates.weekend_factor,
             "rate_source": self.rate_source,
+            "rates_by_region": list(self.rates_by_region),
             "start": self.rates.start.isoformat(),
             "deadline_s": self.deadline_s,
             "confidence": self.confidence,
@@ -73,12 +76,16 @@ def plan_spot(
     start: datetime,
     weekend_factor: float = 1.0,
     rate_source: str = "given",
+    rates_by_region: Sequence[dict[str, Any]] = (),
     deadline_s: float | None = None,
     confidence: float = 0.95,
     trials: int = 2000,
     seed: int = 0,
 ) -> SpotPlan:
     """Simulate spot, hybrid and on-demand; recommend the cheapest that is on time.
+
+    ``rates_by_region`` records which rate each candidate region has and where
+    it came from (the simulation uses ``interruptions_per_hour``).
 
     Raises:
         ConfigError: The deadline is shorter than the work itself, or a
@@ -118,8 +125,17 @@ def plan_spot(
     outcomes.append(on_demand_outcome(job, on_demand_usd_per_h))
     recommended, reason = _recommend(outcomes, deadline_s, confidence)
     return SpotPlan(
-        job, rates, rate_source, deadline_s, confidence, young, daly, tuple(outcomes),
-        recommended, reason,
+        job,
+        rates,
+        rate_source,
+        deadline_s,
+        confidence,
+        young,
+        daly,
+        tuple(outcomes),
+        recommended,
+        reason,
+        tuple(rates_by_region),
     )
 
 
