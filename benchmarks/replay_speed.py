@@ -34,6 +34,7 @@ import argparse
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -153,7 +154,7 @@ def savings_table() -> None:
 
 def rules_table() -> None:
     """Scenario II savings (%) per zone and year under both rule profiles."""
-    columns = [
+    columns: list[tuple[str, dict[str, Any]]] = [
         ("NW", {"deadline": "next-workday"}),
         ("NW e.05", {"deadline": "next-workday", "error": ERROR}),
         ("NW int", {"deadline": "next-workday", "interruptible": True}),
