@@ -28,6 +28,13 @@ from greenml.store.export import json_text
     type=click.Choice(["next-workday", "semi-weekly"]),
     help="ml-jobs: how late a job may finish (default next-workday).",
 )
+@click.option(
+    "--rules",
+    type=click.Choice(["text", "wiesner2021"]),
+    default="text",
+    show_default=True,
+    help="ml-jobs: the paper's text, or the published artifact's rules (wiesner2021).",
+)
 @click.option("--interruptible", is_flag=True, help="Jobs may run in any half hours of a window.")
 @click.option(
     "--error",
@@ -70,6 +77,7 @@ def replay(
     scenario: str,
     window_hours: int | None,
     deadline: str | None,
+    rules: str,
     interruptible: bool,
     error: float,
     seed: int,
@@ -87,6 +95,7 @@ def replay(
         intensity_trace, scenario, column=scope, tz=tz,  # type: ignore[arg-type]
         window_hours=window_hours, deadline=deadline, interruptible=interruptible,
         error=error, seed=seed, repetitions=repetitions, jobs=job_count, power_w=power_w,
+        rules=rules,
     )  # fmt: skip
     data = result.to_dict()
     if as_json:
@@ -103,6 +112,8 @@ def _table(data: dict[str, Any]) -> Any:
 
     how = "interruptible" if data["interruptible"] else "non-interruptible"
     rule = f", deadline {data['deadline']}" if data["scenario"] == "ml-jobs" else ""
+    if data["rules"] != "text":
+        rule += f", {data['rules']} rules"
     title = f"replay {data['scenario']} ({how}{rule}) on {data['trace']}"
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     rows = data.get("windows") or [data]

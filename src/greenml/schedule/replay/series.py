@@ -139,15 +139,27 @@ def local_calendar(
     Raises:
         ConfigError: ``tz`` is not a known IANA time zone.
     """
+    day, minute = local_days(start_s, boundaries, tz)
+    weekday = (day + 3) % 7  # 1970-01-01 was a Thursday
+    return weekday, minute
+
+
+def local_days(
+    start_s: float, boundaries: int, tz: str
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """(local day number since 1970-01-01, minute of day floored to 30) of each boundary.
+
+    Raises:
+        ConfigError: ``tz`` is not a known IANA time zone.
+    """
     import numpy as np
 
     times = start_s + SLOT_S * np.arange(boundaries)
     offsets = _utc_offsets_s(times, tz)
     local = (times + offsets) // 60  # local minutes since the epoch
-    day = local // MINUTES_PER_DAY
-    weekday = ((day + 3) % 7).astype(np.int64)  # 1970-01-01 was a Thursday
+    day = (local // MINUTES_PER_DAY).astype(np.int64)
     minute = ((local % MINUTES_PER_DAY) // 30 * 30).astype(np.int64)
-    return weekday, minute
+    return day, minute
 
 
 def _utc_offsets_s(times: np.ndarray[Any, Any], tz: str) -> np.ndarray[Any, Any]:
