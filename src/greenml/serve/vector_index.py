@@ -19,6 +19,16 @@ and only what survives both is scored; when too many survive (a low
 threshold), every row is. The bounds never discard a row at or above the
 threshold, so the result is exact; only its speed depends on the data.
 
+The codes are taken of *centred* vectors, x − c and q − c: a translation keeps
+‖q − x‖ too, so the bound holds for any c, and with c the mean of the rows it
+also prunes anisotropic embeddings (rows sharing a strong mean direction, whose
+raw signs mostly agree). The running sum of the rows is kept up to date; when
+the mean has drifted from c, and a quarter of the rows changed since the last
+time, every code is recomputed around the new mean (amortized, on add/remove).
+When pruning does not pay all the same (most queries end in a full scan, say
+at a low threshold), the index goes straight to the matmul, and tries pruning
+again every ``PROBE_EVERY`` queries.
+
 :class:`greenml.serve.faiss_index.FaissIndex` (HNSW, approximate) is the
 option beyond ~100k entries.
 
@@ -43,6 +53,8 @@ if TYPE_CHECKING:
 ROUNDING_MARGIN = 1e-4  # ≫ float32 error of unit-vector sums, ≪ any useful threshold gap
 FULL_SCAN_SHARE = 1 / 16  # score every row when more survive the bound
 SMALL = 2048  # below this many rows a plain matmul is as fast
+RECENTRE_DRIFT = 0.05  # recompute the codes when the mean moved this far from their centre
+PROBE_EVERY = 32  # while scanning, try pruning again this often
 
 
 class VectorIndex(Protocol):
@@ -112,6 +124,14 @@ class ExactIndex:
         self._h0 = max(1, round(0.4 * dim))  # about where random rows leave the bound
         q, r = np.linalg.qr(np.random.default_rng(seed).standard_normal((dim, dim)))
         self._rotation = (q * np.sign(np.diag(r))).astype(np.float32)  # Haar-distributed
+        self._centre = np.zeros(dim, dtype=np.float32)  # the codes are of x - centre
+        self._sum = np.zeros(dim, dtype=np.float64)  # of the live rows
+        self._changes = 0  # rows added or removed since the codes were last centred
+        self._scan_share = 0.0  # recent share of pruned searches that ended in a full scan
+        self._since_probe = 0
+        self.recentres = 0  # times every code was recomputed around a new mean
+        self.pruned_searches = 0  # searches that scored only the bound's survivors
+        self.scanned_searches = 0  # searches that scored every row (pruning did not pay)
         self._keys: list[str | None] = []
         self._slots: dict[str, int] = {}
         self._free: list[int] = []
@@ -171,13 +191,48 @@ class ExactIndex:
         if not (np.isfinite(norms).all() and (norms > 0).all()):
             raise ConfigError("cannot index a zero or non-finite vector")
         rows = rows / norms
+        replaced = sorted({self._slots[key] for key in keys if key in self._slots})
+        if replaced:
+            self._sum -= self._vecs[replaced].sum(axis=0, dtype=np.float64)
         slots = np.array([self._slot(key) for key in keys], dtype=np.intp)
-        rotated = rows @ self._rotation.T if len(rows) > 1 else _dot(self._rotation, rows[0])[None]
         self._vecs[slots] = rows
-        self._codes[:, slots] = self._codes_of(rows).T
-        self._codes2[slots] = self._codes_of(rotated)
-        self._ab[:, slots] = self._tangents(rows)
+        self._sum += self._vecs[np.unique(slots)].sum(axis=0, dtype=np.float64)
+        self._encode(slots, rows)
+        self._changes += len(slots)
+        self._maybe_recentre()
+
+    def _encode(self, slots: Any, rows: Vectors) -> None:
+        """Codes and tangents of ``rows`` (unit vectors) centred on the current centre."""
+        import numpy as np
+
+        centred = rows - self._centre
+        if len(rows) > 1:
+            rotated = centred @ self._rotation.T
+        else:
+            rotated = _dot(self._rotation, centred[0])[None]
+        self._codes[:, slots] = self._codes_of(centred).T
+        self._codes2[slots] = self._codes_of(np.ascontiguousarray(rotated))
+        self._ab[:, slots] = self._tangents(centred)
         self._ab2[:, slots] = self._tangents(rotated)
+
+    def _maybe_recentre(self) -> None:
+        """Recompute every code around the rows' mean once it drifted (amortized)."""
+        import numpy as np
+
+        n = len(self._slots)
+        if n == 0 or 4 * self._changes < n:
+            return
+        self._changes = 0
+        mean = (self._sum / n).astype(np.float32)
+        if float(np.linalg.norm(mean - self._centre)) <= RECENTRE_DRIFT:
+            return
+        self._centre = mean
+        self._scan_share = 0.0
+        self.recentres += 1
+        live = np.fromiter(self._slots.values(), dtype=np.intp, count=n)
+        for start in range(0, n, 8192):
+            chunk = live[start : start + 8192]
+            self._encode(chunk, self._vecs[chunk])
 
     def _slot(self, key: str) -> int:
         slot = self._slots.get(key)
@@ -219,9 +274,12 @@ class ExactIndex:
         if slot is None:
             return False
         self._keys[slot] = None
+        self._sum -= self._vecs[slot]
         self._vecs[slot] = 0.0
         self._ab[0, slot] = self._ab2[0, slot] = np.inf
         self._free.append(slot)
+        self._changes += 1
+        self._maybe_recentre()
         return True
 
     def search(self, query: Any, threshold: float) -> tuple[str, float] | None:
@@ -233,20 +291,42 @@ class ExactIndex:
         if not self._slots:
             return None
         q = normalized(query, self.dim)
-        if n <= SMALL:
-            return self._best(np.arange(n), _dot(self._vecs[:n], q), threshold)
+        if n <= SMALL or not self._worth_pruning():
+            return self._scan(q, threshold, n)
         limit = 2.0 - 2.0 * threshold + ROUNDING_MARGIN
-        candidates = self._first_pass(q, limit, n)
-        if candidates.size > n * FULL_SCAN_SHARE:
-            return self._best(np.arange(n), _dot(self._vecs[:n], q), threshold)
+        qc = q - self._centre
+        candidates = self._first_pass(qc, limit, n)
+        scanned = candidates.size > n * FULL_SCAN_SHARE
+        self._scan_share += (float(scanned) - self._scan_share) / 8  # over ~8 searches
+        if scanned:
+            return self._scan(q, threshold, n)
+        self.pruned_searches += 1
         if candidates.size:
-            candidates = self._second_pass(q, limit, candidates)
+            candidates = self._second_pass(qc, limit, candidates)
         if candidates.size == 0:
             return None
         return self._best(candidates, _dot(self._vecs[candidates], q), threshold)
 
+    def _worth_pruning(self) -> bool:
+        """False while most recent pruned searches ended in a full scan, but for a probe."""
+        if self._scan_share <= 0.5:
+            return True
+        self._since_probe += 1
+        if self._since_probe < PROBE_EVERY:
+            return False
+        self._since_probe = 0
+        return True
+
+    def _scan(self, q: Vectors, threshold: float, n: int) -> tuple[str, float] | None:
+        """Score every row: one matmul (small indexes, or when the bound would not prune)."""
+        import numpy as np
+
+        if n > SMALL:
+            self.scanned_searches += 1
+        return self._best(np.arange(n), _dot(self._vecs[:n], q), threshold)
+
     def _first_pass(self, q: Vectors, limit: float, n: int) -> Any:
-        """Rows the sign bound in the first basis does not rule out (streams every row)."""
+        """Rows the sign bound in the first basis does not rule out (q centred; every row)."""
         import numpy as np
 
         words = self._code(q)
@@ -272,7 +352,7 @@ class ExactIndex:
         """Of ``rows``, those the bound in the rotated basis does not rule out."""
         import numpy as np
 
-        q2 = _dot(self._rotation, q)
+        q2 = _dot(self._rotation, q)  # q is centred, so q2 is too (rotation is linear)
         diff = self._codes2[rows] ^ self._code(q2)
         counts = np.zeros(diff.shape, dtype=np.uint8)
         _popcount(diff, counts)
