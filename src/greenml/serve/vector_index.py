@@ -25,9 +25,15 @@ also prunes anisotropic embeddings (rows sharing a strong mean direction, whose
 raw signs mostly agree). The running sum of the rows is kept up to date; when
 the mean has drifted from c, and a quarter of the rows changed since the last
 time, every code is recomputed around the new mean (amortized, on add/remove).
-When pruning does not pay all the same (most queries end in a full scan, say
-at a low threshold), the index goes straight to the matmul, and tries pruning
-again every ``PROBE_EVERY`` queries.
+When the centred rows' spread lies mostly along a few principal directions
+(as it does for real embeddings), a sharper bound replaces the sign codes:
+with P the top ``PROJECTED`` directions and r = ‖x − PᵀPx‖,
+‖q − x‖² ≥ ‖q‖² + ‖x‖² − 2·(Pq, r_q)·(Px, r_x) (Cauchy–Schwarz on the rest),
+one 16-column matvec over every row. When pruning does not pay all the same
+(most queries end in a full scan, say at a low threshold, or a mean with a
+white spread around it), the index goes straight to the matmul, and every
+``PROBE_EVERY`` queries tries the bound on ``PROBE_ROWS`` rows to see whether
+it pays again. ``mode``, ``pruned_searches`` and ``scanned_searches`` say what it did.
 
 :class:`greenml.serve.faiss_index.FaissIndex` (HNSW, approximate) is the
 option beyond ~100k entries.
@@ -54,7 +60,10 @@ ROUNDING_MARGIN = 1e-4  # ≫ float32 error of unit-vector sums, ≪ any useful 
 FULL_SCAN_SHARE = 1 / 16  # score every row when more survive the bound
 SMALL = 2048  # below this many rows a plain matmul is as fast
 RECENTRE_DRIFT = 0.05  # recompute the codes when the mean moved this far from their centre
-PROBE_EVERY = 32  # while scanning, try pruning again this often
+PROBE_EVERY = 16  # while scanning, probe the bound this often ...
+PROBE_ROWS = 4096  # ... on this many rows
+PROJECTED = 15  # principal directions kept by the projection bound
+PROJECTION_SHARE = 0.3  # use it when they hold this share of the centred rows' variance
 
 
 class VectorIndex(Protocol):
@@ -141,10 +150,20 @@ class ExactIndex:
         self._codes2: Any = None
         self._ab: Any = None
         self._ab2: Any = None
+        self._basis: Any = None  # (dim, PROJECTED) principal directions, when projecting
+        self._y: Any = None  # per row: its projection and the norm of the rest
+        self._half_sq: Any = None  # per row: ‖x − centre‖² / 2 (+inf for a free row)
+        self.mode = "signs"  # the bound in use: "signs" or "projection"
         self._grow(capacity)
 
     def __len__(self) -> int:
         return len(self._slots)
+
+    @property
+    def centre(self) -> Vectors:
+        """The point the bounds' codes are taken around (the rows' mean, give or take a drift)."""
+        out: Vectors = self._centre.copy()
+        return out
 
     def _grow(self, capacity: int) -> None:
         import numpy as np
@@ -155,10 +174,14 @@ class ExactIndex:
         codes = np.zeros((words, capacity), dtype=np.uint64)  # basis 1, by column
         codes2 = np.zeros((capacity, words), dtype=np.uint64)  # basis 2, by row
         ab, ab2 = np.tile(empty, (1, capacity)), np.tile(empty, (1, capacity))
+        y = np.zeros((capacity, PROJECTED + 1), dtype=np.float32)
+        half_sq = np.full(capacity, np.inf, dtype=np.float32)
         if self._cap:
             vecs[:n], codes[:, :n] = self._vecs[:n], self._codes[:, :n]
             codes2[:n] = self._codes2[:n]
             ab[:, :n], ab2[:, :n] = self._ab[:, :n], self._ab2[:, :n]
+            y[:n], half_sq[:n] = self._y[:n], self._half_sq[:n]
+        self._y, self._half_sq = y, half_sq
         self._vecs, self._codes, self._codes2, self._ab, self._ab2 = vecs, codes, codes2, ab, ab2
         self._h = np.zeros(capacity, dtype=np.uint16)
         self._cnt = np.zeros(capacity, dtype=np.uint8)
@@ -214,6 +237,17 @@ class ExactIndex:
         self._codes2[slots] = self._codes_of(np.ascontiguousarray(rotated))
         self._ab[:, slots] = self._tangents(centred)
         self._ab2[:, slots] = self._tangents(rotated)
+        self._half_sq[slots] = 0.5 * np.einsum("ij,ij->i", centred, centred)
+        if self._basis is not None:
+            self._y[slots] = self._projected(centred)
+
+    def _projected(self, centred: Vectors) -> Any:
+        """(P·x, ‖x − PᵀP·x‖) of centred rows: y_q·y_x ≥ q·x by Cauchy–Schwarz on the rest."""
+        import numpy as np
+
+        head = centred @ self._basis
+        rest_sq = np.einsum("ij,ij->i", centred, centred) - np.einsum("ij,ij->i", head, head)
+        return np.hstack([head, np.sqrt(np.maximum(rest_sq, 0.0))[:, None]])
 
     def _maybe_recentre(self) -> None:
         """Recompute every code around the rows' mean once it drifted (amortized)."""
@@ -230,9 +264,26 @@ class ExactIndex:
         self._scan_share = 0.0
         self.recentres += 1
         live = np.fromiter(self._slots.values(), dtype=np.intp, count=n)
+        self._choose_bound(live)
         for start in range(0, n, 8192):
             chunk = live[start : start + 8192]
             self._encode(chunk, self._vecs[chunk])
+
+    def _choose_bound(self, live: Any) -> None:
+        """Project on principal directions when they hold most of the spread, else signs."""
+        import numpy as np
+
+        sample = live[np.random.default_rng(len(live)).permutation(len(live))[:4096]]
+        centred = self._vecs[sample] - self._centre
+        _, spread, directions = np.linalg.svd(centred, full_matrices=False)
+        variance = spread.astype(np.float64) ** 2
+        share = float(variance[:PROJECTED].sum() / max(variance.sum(), 1e-30))
+        if share >= PROJECTION_SHARE and len(spread) > PROJECTED:
+            self._basis = np.ascontiguousarray(directions[:PROJECTED].T, dtype=np.float32)
+            self.mode = "projection"
+        else:
+            self._basis = None
+            self.mode = "signs"
 
     def _slot(self, key: str) -> int:
         slot = self._slots.get(key)
@@ -276,7 +327,7 @@ class ExactIndex:
         self._keys[slot] = None
         self._sum -= self._vecs[slot]
         self._vecs[slot] = 0.0
-        self._ab[0, slot] = self._ab2[0, slot] = np.inf
+        self._ab[0, slot] = self._ab2[0, slot] = self._half_sq[slot] = np.inf
         self._free.append(slot)
         self._changes += 1
         self._maybe_recentre()
@@ -284,38 +335,44 @@ class ExactIndex:
 
     def search(self, query: Any, threshold: float) -> tuple[str, float] | None:
         """The most similar key with cosine ≥ ``threshold`` (exact), and that cosine."""
-        import numpy as np
 
         check_threshold(threshold)
         n = len(self._keys)
         if not self._slots:
             return None
         q = normalized(query, self.dim)
-        if n <= SMALL or not self._worth_pruning():
+        if n <= SMALL:
             return self._scan(q, threshold, n)
         limit = 2.0 - 2.0 * threshold + ROUNDING_MARGIN
         qc = q - self._centre
-        candidates = self._first_pass(qc, limit, n)
-        scanned = candidates.size > n * FULL_SCAN_SHARE
-        self._scan_share += (float(scanned) - self._scan_share) / 8  # over ~8 searches
-        if scanned:
+        if self._scan_share > 0.5:  # pruning has not paid lately: scan, and now and then
+            self._since_probe += 1  # probe the bound on the first rows only (cheap)
+            if self._since_probe >= PROBE_EVERY:
+                self._since_probe = 0
+                rows = min(n, PROBE_ROWS)
+                if self._prefilter(qc, limit, rows).size <= rows * FULL_SCAN_SHARE:
+                    self._scan_share = 0.5  # the next search tries the bound again
+            return self._scan(q, threshold, n)
+        candidates = self._prefilter(qc, limit, n)
+        if self._note_scan(candidates.size > n * FULL_SCAN_SHARE):
             return self._scan(q, threshold, n)
         self.pruned_searches += 1
-        if candidates.size:
+        if candidates.size and self._basis is None:
             candidates = self._second_pass(qc, limit, candidates)
         if candidates.size == 0:
             return None
         return self._best(candidates, _dot(self._vecs[candidates], q), threshold)
 
-    def _worth_pruning(self) -> bool:
-        """False while most recent pruned searches ended in a full scan, but for a probe."""
-        if self._scan_share <= 0.5:
-            return True
-        self._since_probe += 1
-        if self._since_probe < PROBE_EVERY:
-            return False
-        self._since_probe = 0
-        return True
+    def _prefilter(self, q: Vectors, limit: float, n: int) -> Any:
+        """Of the first ``n`` rows, those the bound in use does not rule out (q centred)."""
+        if self._basis is not None:
+            return self._projection_pass(q, limit, n)
+        return self._first_pass(q, limit, n)
+
+    def _note_scan(self, scanned: bool) -> bool:
+        """Fold one outcome into the recent share of scans (over ~8 searches); ``scanned``."""
+        self._scan_share += (float(scanned) - self._scan_share) / 8
+        return scanned
 
     def _scan(self, q: Vectors, threshold: float, n: int) -> tuple[str, float] | None:
         """Score every row: one matmul (small indexes, or when the bound would not prune)."""
@@ -324,6 +381,17 @@ class ExactIndex:
         if n > SMALL:
             self.scanned_searches += 1
         return self._best(np.arange(n), _dot(self._vecs[:n], q), threshold)
+
+    def _projection_pass(self, q: Vectors, limit: float, n: int) -> Any:
+        """Rows whose ‖q − x‖² ≥ ‖q‖² + ‖x‖² − 2·y_q·y_x does not exceed ``limit`` (q centred)."""
+        import numpy as np
+
+        yq = self._projected(q[None])[0]
+        bound = self._bound[:n]
+        _dot(self._y[:n], yq, out=bound)
+        bound -= self._half_sq[:n]
+        floor = 0.5 * (float(np.dot(q, q)) - limit)
+        return np.flatnonzero(np.greater_equal(bound, floor, out=self._keep[:n]))
 
     def _first_pass(self, q: Vectors, limit: float, n: int) -> Any:
         """Rows the sign bound in the first basis does not rule out (q centred; every row)."""
@@ -372,13 +440,14 @@ class ExactIndex:
         return key, min(score, 1.0)
 
 
-def _dot(rows: Any, q: Any) -> Any:
-    """rows @ q, single-threaded: a BLAS matvec wakes its thread pool for a few µs of work."""
+def _dot(rows: Any, q: Any, out: Any = None) -> Any:
+    """rows @ q, single-threaded: a BLAS matvec wakes its thread pool, which on a busy
+    machine can stall for milliseconds waiting for a thread to be scheduled."""
     import numpy as np
 
     if hasattr(np, "vecdot"):  # numpy >= 2.0
-        return np.vecdot(rows, q)
-    return np.einsum("ij,j->i", rows, q)
+        return np.vecdot(rows, q, out=out)
+    return np.einsum("ij,j->i", rows, q, out=out)
 
 
 _BYTE_COUNTS: Any = None
