@@ -274,12 +274,12 @@ class ExactIndex:
         import numpy as np
 
         sample = live[np.random.default_rng(len(live)).permutation(len(live))[:4096]]
-        centred = self._vecs[sample] - self._centre
-        _, spread, directions = np.linalg.svd(centred, full_matrices=False)
-        variance = spread.astype(np.float64) ** 2
+        centred = (self._vecs[sample] - self._centre).astype(np.float64)
+        variance, directions = np.linalg.eigh(centred.T @ centred)  # ascending; cheaper than SVD
+        variance, directions = np.maximum(variance[::-1], 0.0), directions[:, ::-1]
         share = float(variance[:PROJECTED].sum() / max(variance.sum(), 1e-30))
-        if share >= PROJECTION_SHARE and len(spread) > PROJECTED:
-            self._basis = np.ascontiguousarray(directions[:PROJECTED].T, dtype=np.float32)
+        if share >= PROJECTION_SHARE and self.dim > PROJECTED:
+            self._basis = np.ascontiguousarray(directions[:, :PROJECTED], dtype=np.float32)
             self.mode = "projection"
         else:
             self._basis = None
