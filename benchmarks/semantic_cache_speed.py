@@ -1,16 +1,22 @@
 """Semantic-cache lookup at 100k entries × 384 dimensions, next to exact peers in the same run.
 
-Target (greenml issue 9): p99 of a lookup ≤ 2 ms, in memory. Measured:
+Target (greenml issues 9 and 23): p99 of a lookup ≤ 2 ms, in memory, and never slower
+than a plain matmul, whatever the distribution of the vectors. Measured:
 
 - ``greenml index``: ``ExactIndex.search`` (exact: sign-code bounds, then scoring);
 - ``greenml get``: ``SemanticCache.get`` end to end (scope, index, backend, JSON decode),
   with a table embedder so that the model's own time is left out;
 - ``numpy matmul``: one float32 matmul over every row + argmax (the plain exact search);
+- ``numpy vecdot``: the same on one thread (``np.vecdot``; BLAS threads stall on a busy machine);
 - ``faiss flat``: ``faiss.IndexFlatIP`` (exact, one query at a time).
 
-Two data sets: isotropic random unit vectors, and clustered ones (1,000 topics,
-within-topic cosine ≈ 0.5: prompts about the same things). Queries: half near
-duplicates of a cached row (cosine 0.97, hits), half fresh vectors (misses).
+Data sets (fixed seed): ``isotropic`` random unit vectors; ``clustered`` ones (1,000
+topics, within-topic cosine ≈ 0.5: prompts about the same things); ``anisotropic``
+ones as many embedding APIs produce (a shared mean direction, mean pairwise cosine
+≈ 0.6, and a spread whose variances decay as 1/i); and ``anisotropic-white``, the
+same mean with a white spread (no principal directions: the hard case, reported
+apart). Queries: half near duplicates of a cached row (cosine 0.97, hits), half
+fresh draws from the same distribution (misses).
 Every method is checked to return the same hits. A fixed amount of work
 (three sums over 2 MB) is timed too: its p99 / p50 shows how much of a p99
 is the machine (other processes, scheduling) rather than the method. The exit code is 0 even when
@@ -18,7 +24,7 @@ a target fails: this is a report, not a test.
 
 Usage::
 
-    python benchmarks/semantic_cache_speed.py [--entries 100000] [--queries 400]
+    python benchmarks/semantic_cache_speed.py [--entries 100000] [--queries 400] [--sets a,b]
 """
 
 from __future__ import annotations
@@ -39,27 +45,43 @@ TARGET_P99_MS = 2.0
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
-    return (rows / np.linalg.norm(rows, axis=-1, keepdims=True)).astype(np.float32)
+    out: np.ndarray = (rows / np.linalg.norm(rows, axis=-1, keepdims=True)).astype(np.float32)
+    return out
+
+
+SETS = ("isotropic", "clustered", "anisotropic", "anisotropic-white")
 
 
 def make_data(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
     if kind == "isotropic":
         return unit(rng.standard_normal((n, DIM)))
-    centers = rng.standard_normal((1000, DIM))
-    return unit(centers[rng.integers(0, 1000, n)] + rng.standard_normal((n, DIM)))
+    if kind == "clustered":
+        centers = rng.standard_normal((1000, DIM))
+        return unit(centers[rng.integers(0, 1000, n)] + rng.standard_normal((n, DIM)))
+    mean = unit(rng.standard_normal(DIM))
+    basis, _ = np.linalg.qr(rng.standard_normal((DIM, DIM)))
+    decay = 0.5 if kind == "anisotropic" else 0.0  # standard deviations ∝ i^-decay
+    spread = np.arange(1, DIM + 1) ** -decay
+    spread /= np.linalg.norm(spread)
+    return unit(1.22 * mean + (rng.standard_normal((n, DIM)) * spread) @ basis.T)
 
 
-def make_queries(data: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+def make_queries(data: np.ndarray, fresh: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     out = []
-    for i in range(count):
+    for i in range(len(fresh)):
         if i % 2 == 0:  # a near duplicate at cosine 0.97
             x = data[rng.integers(len(data))]
             r = rng.standard_normal(DIM)
             r -= (r @ x) * x
             out.append(0.97 * x + np.sqrt(1 - 0.97**2) * r / np.linalg.norm(r))
-        else:
-            out.append(rng.standard_normal(DIM))
+        else:  # a new prompt from the same distribution
+            out.append(fresh[i])
     return unit(np.array(out))
+
+
+def mean_cosine(data: np.ndarray) -> float:
+    sample = data[:2000]
+    return float(((sample @ sample.T).sum() - len(sample)) / (len(sample) * (len(sample) - 1)))
 
 
 class TableEmbedder:
@@ -93,8 +115,9 @@ def run(kind: str, entries: int, n_queries: int, seed: int) -> None:
     from greenml.serve.vector_index import ExactIndex
 
     rng = np.random.default_rng(seed)
-    data = make_data(kind, entries, rng)
-    queries = make_queries(data, n_queries, rng)
+    everything = make_data(kind, entries + n_queries, rng)
+    data = everything[:entries]
+    queries = make_queries(data, everything[entries:], rng)
 
     t0 = time.perf_counter()
     index = ExactIndex(DIM, capacity=entries)
@@ -113,6 +136,11 @@ def run(kind: str, entries: int, n_queries: int, seed: int) -> None:
 
     def by_matmul(q: np.ndarray) -> str | None:
         scores = data @ q
+        j = int(scores.argmax())
+        return str(j) if scores[j] >= THRESHOLD else None
+
+    def by_vecdot(q: np.ndarray) -> str | None:
+        scores = np.vecdot(data, q)
         j = int(scores.argmax())
         return str(j) if scores[j] >= THRESHOLD else None
 
@@ -144,6 +172,7 @@ def run(kind: str, entries: int, n_queries: int, seed: int) -> None:
         ("greenml index", by_index),
         ("greenml get", by_cache),
         ("numpy matmul", by_matmul),
+        ("numpy vecdot", by_vecdot),
         ("faiss flat", by_faiss),
         ("fixed work", calibration),
     ):
@@ -154,19 +183,25 @@ def run(kind: str, entries: int, n_queries: int, seed: int) -> None:
     reference = results["numpy matmul"]
     agree = all(results[name] == reference for name in results)
     hits = sum(r is not None for r in reference)
-    print(f"\n{kind}: {entries:,} entries × {DIM} dims, {len(queries)} queries "
-          f"({hits} hits at cosine ≥ {THRESHOLD}); index built in {build_s:.1f} s; "
+    print(f"\n{kind}: {entries:,} entries × {DIM} dims, mean pairwise cosine "
+          f"{mean_cosine(data):.2f}, {len(queries)} queries ({hits} hits at cosine ≥ "
+          f"{THRESHOLD}); index built in {build_s:.1f} s, bound: {index.mode}, "
+          f"searches pruned/scanned: {index.pruned_searches}/{index.scanned_searches}; "
           f"same answers from every method: {agree}")  # fmt: skip
     print(f"  {'method':<15} {'p50 ms':>8} {'p99 ms':>8}")
     for name, p50, p99 in rows:
         print(f"  {name:<15} {p50:8.3f} {p99:8.3f}")
-    ours = rows[0][2]
-    for name, _, p99 in rows[2:4]:
-        print(f"  p99 ratio greenml index / {name}: {ours / p99:.3f}")
-    noise = rows[4][2] / rows[4][1]
+    ours = rows[0]
+    for name, p50, p99 in rows[2:5]:
+        print(f"  ratio greenml index / {name}: p50 {ours[1] / p50:.3f}, p99 {ours[2] / p99:.3f}")
+    noise = rows[5][2] / rows[5][1]
     print(f"  machine noise: fixed work p99 / p50 = {noise:.1f} (1.0 on a quiet machine)")
-    verdict = "PASS" if rows[1][2] <= TARGET_P99_MS else "FAIL"
-    print(f"  target: SemanticCache.get p99 ≤ {TARGET_P99_MS} ms → {rows[1][2]:.3f} ms {verdict}")
+    matmul_p99 = rows[2][2]
+    verdict = "PASS" if rows[1][2] <= TARGET_P99_MS and ours[2] <= matmul_p99 else "FAIL"
+    print(
+        f"  target: SemanticCache.get p99 ≤ {TARGET_P99_MS} ms → {rows[1][2]:.3f} ms, "
+        f"index p99 ≤ matmul p99 → {ours[2]:.3f} ≤ {matmul_p99:.3f} ms: {verdict}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,11 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sets", default=",".join(SETS), help="among: " + ", ".join(SETS))
     args = parser.parse_args(argv)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"python {platform.python_version()}, numpy {np.__version__}, "
           f"{os.cpu_count()} CPUs, load average {load:.1f}")  # fmt: skip
-    for kind in ("isotropic", "clustered"):
+    for kind in args.sets.split(","):
         run(kind, args.entries, args.queries, args.seed)
     return 0
 

@@ -19,6 +19,22 @@ and only what survives both is scored; when too many survive (a low
 threshold), every row is. The bounds never discard a row at or above the
 threshold, so the result is exact; only its speed depends on the data.
 
+The codes are taken of *centred* vectors, x − c and q − c: a translation keeps
+‖q − x‖ too, so the bound holds for any c, and with c the mean of the rows it
+also prunes anisotropic embeddings (rows sharing a strong mean direction, whose
+raw signs mostly agree). The running sum of the rows is kept up to date; when
+the mean has drifted from c, and a quarter of the rows changed since the last
+time, every code is recomputed around the new mean (amortized, on add/remove).
+When the centred rows' spread lies mostly along a few principal directions
+(as it does for real embeddings), a sharper bound replaces the sign codes:
+with P the top ``PROJECTED`` directions and r = ‖x − PᵀPx‖,
+‖q − x‖² ≥ ‖q‖² + ‖x‖² − 2·(Pq, r_q)·(Px, r_x) (Cauchy–Schwarz on the rest),
+one 16-column matvec over every row. When pruning does not pay all the same
+(most queries end in a full scan, say at a low threshold, or a mean with a
+white spread around it), the index goes straight to the matmul, and every
+``PROBE_EVERY`` queries tries the bound on ``PROBE_ROWS`` rows to see whether
+it pays again. ``mode``, ``pruned_searches`` and ``scanned_searches`` say what it did.
+
 :class:`greenml.serve.faiss_index.FaissIndex` (HNSW, approximate) is the
 option beyond ~100k entries.
 
@@ -43,6 +59,11 @@ if TYPE_CHECKING:
 ROUNDING_MARGIN = 1e-4  # ≫ float32 error of unit-vector sums, ≪ any useful threshold gap
 FULL_SCAN_SHARE = 1 / 16  # score every row when more survive the bound
 SMALL = 2048  # below this many rows a plain matmul is as fast
+RECENTRE_DRIFT = 0.05  # recompute the codes when the mean moved this far from their centre
+PROBE_EVERY = 16  # while scanning, probe the bound this often ...
+PROBE_ROWS = 4096  # ... on this many rows
+PROJECTED = 15  # principal directions kept by the projection bound
+PROJECTION_SHARE = 0.3  # use it when they hold this share of the centred rows' variance
 
 
 class VectorIndex(Protocol):
@@ -112,6 +133,14 @@ class ExactIndex:
         self._h0 = max(1, round(0.4 * dim))  # about where random rows leave the bound
         q, r = np.linalg.qr(np.random.default_rng(seed).standard_normal((dim, dim)))
         self._rotation = (q * np.sign(np.diag(r))).astype(np.float32)  # Haar-distributed
+        self._centre = np.zeros(dim, dtype=np.float32)  # the codes are of x - centre
+        self._sum = np.zeros(dim, dtype=np.float64)  # of the live rows
+        self._changes = 0  # rows added or removed since the codes were last centred
+        self._scan_share = 0.0  # recent share of pruned searches that ended in a full scan
+        self._since_probe = 0
+        self.recentres = 0  # times every code was recomputed around a new mean
+        self.pruned_searches = 0  # searches that scored only the bound's survivors
+        self.scanned_searches = 0  # searches that scored every row (pruning did not pay)
         self._keys: list[str | None] = []
         self._slots: dict[str, int] = {}
         self._free: list[int] = []
@@ -121,10 +150,20 @@ class ExactIndex:
         self._codes2: Any = None
         self._ab: Any = None
         self._ab2: Any = None
+        self._basis: Any = None  # (dim, PROJECTED) principal directions, when projecting
+        self._y: Any = None  # per row (by column): its projection and the norm of the rest
+        self._half_sq: Any = None  # per row: ‖x − centre‖² / 2 (+inf for a free row)
+        self.mode = "signs"  # the bound in use: "signs" or "projection"
         self._grow(capacity)
 
     def __len__(self) -> int:
         return len(self._slots)
+
+    @property
+    def centre(self) -> Vectors:
+        """The point the bounds' codes are taken around (the rows' mean, give or take a drift)."""
+        out: Vectors = self._centre.copy()
+        return out
 
     def _grow(self, capacity: int) -> None:
         import numpy as np
@@ -135,10 +174,14 @@ class ExactIndex:
         codes = np.zeros((words, capacity), dtype=np.uint64)  # basis 1, by column
         codes2 = np.zeros((capacity, words), dtype=np.uint64)  # basis 2, by row
         ab, ab2 = np.tile(empty, (1, capacity)), np.tile(empty, (1, capacity))
+        y = np.zeros((PROJECTED + 1, capacity), dtype=np.float32)  # by column, like codes
+        half_sq = np.full(capacity, np.inf, dtype=np.float32)
         if self._cap:
             vecs[:n], codes[:, :n] = self._vecs[:n], self._codes[:, :n]
             codes2[:n] = self._codes2[:n]
             ab[:, :n], ab2[:, :n] = self._ab[:, :n], self._ab2[:, :n]
+            y[:, :n], half_sq[:n] = self._y[:, :n], self._half_sq[:n]
+        self._y, self._half_sq = y, half_sq
         self._vecs, self._codes, self._codes2, self._ab, self._ab2 = vecs, codes, codes2, ab, ab2
         self._h = np.zeros(capacity, dtype=np.uint16)
         self._cnt = np.zeros(capacity, dtype=np.uint8)
@@ -171,13 +214,76 @@ class ExactIndex:
         if not (np.isfinite(norms).all() and (norms > 0).all()):
             raise ConfigError("cannot index a zero or non-finite vector")
         rows = rows / norms
+        replaced = sorted({self._slots[key] for key in keys if key in self._slots})
+        if replaced:
+            self._sum -= self._vecs[replaced].sum(axis=0, dtype=np.float64)
         slots = np.array([self._slot(key) for key in keys], dtype=np.intp)
-        rotated = rows @ self._rotation.T if len(rows) > 1 else _dot(self._rotation, rows[0])[None]
         self._vecs[slots] = rows
-        self._codes[:, slots] = self._codes_of(rows).T
-        self._codes2[slots] = self._codes_of(rotated)
-        self._ab[:, slots] = self._tangents(rows)
+        self._sum += self._vecs[np.unique(slots)].sum(axis=0, dtype=np.float64)
+        self._encode(slots, rows)
+        self._changes += len(slots)
+        self._maybe_recentre()
+
+    def _encode(self, slots: Any, rows: Vectors) -> None:
+        """Codes and tangents of ``rows`` (unit vectors) centred on the current centre."""
+        import numpy as np
+
+        centred = rows - self._centre
+        if len(rows) > 1:
+            rotated = centred @ self._rotation.T
+        else:
+            rotated = _dot(self._rotation, centred[0])[None]
+        self._codes[:, slots] = self._codes_of(centred).T
+        self._codes2[slots] = self._codes_of(np.ascontiguousarray(rotated))
+        self._ab[:, slots] = self._tangents(centred)
         self._ab2[:, slots] = self._tangents(rotated)
+        self._half_sq[slots] = 0.5 * np.einsum("ij,ij->i", centred, centred)
+        if self._basis is not None:
+            self._y[:, slots] = self._projected(centred).T
+
+    def _projected(self, centred: Vectors) -> Any:
+        """(P·x, ‖x − PᵀP·x‖) of centred rows: y_q·y_x ≥ q·x by Cauchy–Schwarz on the rest."""
+        import numpy as np
+
+        head = centred @ self._basis
+        rest_sq = np.einsum("ij,ij->i", centred, centred) - np.einsum("ij,ij->i", head, head)
+        return np.hstack([head, np.sqrt(np.maximum(rest_sq, 0.0))[:, None]])
+
+    def _maybe_recentre(self) -> None:
+        """Recompute every code around the rows' mean once it drifted (amortized)."""
+        import numpy as np
+
+        n = len(self._slots)
+        if n == 0 or 4 * self._changes < n:
+            return
+        self._changes = 0
+        mean = (self._sum / n).astype(np.float32)
+        if float(np.linalg.norm(mean - self._centre)) <= RECENTRE_DRIFT:
+            return
+        self._centre = mean
+        self._scan_share = 0.0
+        self.recentres += 1
+        live = np.fromiter(self._slots.values(), dtype=np.intp, count=n)
+        self._choose_bound(live)
+        for start in range(0, n, 8192):
+            chunk = live[start : start + 8192]
+            self._encode(chunk, self._vecs[chunk])
+
+    def _choose_bound(self, live: Any) -> None:
+        """Project on principal directions when they hold most of the spread, else signs."""
+        import numpy as np
+
+        sample = live[np.random.default_rng(len(live)).permutation(len(live))[:4096]]
+        centred = (self._vecs[sample] - self._centre).astype(np.float64)
+        variance, directions = np.linalg.eigh(centred.T @ centred)  # ascending; cheaper than SVD
+        variance, directions = np.maximum(variance[::-1], 0.0), directions[:, ::-1]
+        share = float(variance[:PROJECTED].sum() / max(variance.sum(), 1e-30))
+        if share >= PROJECTION_SHARE and self.dim > PROJECTED:
+            self._basis = np.ascontiguousarray(directions[:, :PROJECTED], dtype=np.float32)
+            self.mode = "projection"
+        else:
+            self._basis = None
+            self.mode = "signs"
 
     def _slot(self, key: str) -> int:
         slot = self._slots.get(key)
@@ -219,14 +325,16 @@ class ExactIndex:
         if slot is None:
             return False
         self._keys[slot] = None
+        self._sum -= self._vecs[slot]
         self._vecs[slot] = 0.0
-        self._ab[0, slot] = self._ab2[0, slot] = np.inf
+        self._ab[0, slot] = self._ab2[0, slot] = self._half_sq[slot] = np.inf
         self._free.append(slot)
+        self._changes += 1
+        self._maybe_recentre()
         return True
 
     def search(self, query: Any, threshold: float) -> tuple[str, float] | None:
         """The most similar key with cosine ≥ ``threshold`` (exact), and that cosine."""
-        import numpy as np
 
         check_threshold(threshold)
         n = len(self._keys)
@@ -234,19 +342,59 @@ class ExactIndex:
             return None
         q = normalized(query, self.dim)
         if n <= SMALL:
-            return self._best(np.arange(n), _dot(self._vecs[:n], q), threshold)
+            return self._scan(q, threshold, n)
         limit = 2.0 - 2.0 * threshold + ROUNDING_MARGIN
-        candidates = self._first_pass(q, limit, n)
-        if candidates.size > n * FULL_SCAN_SHARE:
-            return self._best(np.arange(n), _dot(self._vecs[:n], q), threshold)
-        if candidates.size:
-            candidates = self._second_pass(q, limit, candidates)
+        qc = q - self._centre
+        if self._scan_share > 0.5:  # pruning has not paid lately: scan, and now and then
+            self._since_probe += 1  # probe the bound on the first rows only (cheap)
+            if self._since_probe >= PROBE_EVERY:
+                self._since_probe = 0
+                rows = min(n, PROBE_ROWS)
+                if self._prefilter(qc, limit, rows).size <= rows * FULL_SCAN_SHARE:
+                    self._scan_share = 0.5  # the next search tries the bound again
+            return self._scan(q, threshold, n)
+        candidates = self._prefilter(qc, limit, n)
+        if self._note_scan(candidates.size > n * FULL_SCAN_SHARE):
+            return self._scan(q, threshold, n)
+        self.pruned_searches += 1
+        if candidates.size and self._basis is None:
+            candidates = self._second_pass(qc, limit, candidates)
         if candidates.size == 0:
             return None
         return self._best(candidates, _dot(self._vecs[candidates], q), threshold)
 
+    def _prefilter(self, q: Vectors, limit: float, n: int) -> Any:
+        """Of the first ``n`` rows, those the bound in use does not rule out (q centred)."""
+        if self._basis is not None:
+            return self._projection_pass(q, limit, n)
+        return self._first_pass(q, limit, n)
+
+    def _note_scan(self, scanned: bool) -> bool:
+        """Fold one outcome into the recent share of scans (over ~8 searches); ``scanned``."""
+        self._scan_share += (float(scanned) - self._scan_share) / 8
+        return scanned
+
+    def _scan(self, q: Vectors, threshold: float, n: int) -> tuple[str, float] | None:
+        """Score every row: one matmul (small indexes, or when the bound would not prune)."""
+        import numpy as np
+
+        if n > SMALL:
+            self.scanned_searches += 1
+        return self._best(np.arange(n), _dot(self._vecs[:n], q), threshold)
+
+    def _projection_pass(self, q: Vectors, limit: float, n: int) -> Any:
+        """Rows whose ‖q − x‖² ≥ ‖q‖² + ‖x‖² − 2·y_q·y_x does not exceed ``limit`` (q centred)."""
+        import numpy as np
+
+        yq = self._projected(q[None])[0]
+        bound = self._bound[:n]
+        np.einsum("j,ji->i", yq, self._y[:, :n], out=bound)  # one thread, by column: fastest
+        bound -= self._half_sq[:n]
+        floor = 0.5 * (float(np.dot(q, q)) - limit)
+        return np.flatnonzero(np.greater_equal(bound, floor, out=self._keep[:n]))
+
     def _first_pass(self, q: Vectors, limit: float, n: int) -> Any:
-        """Rows the sign bound in the first basis does not rule out (streams every row)."""
+        """Rows the sign bound in the first basis does not rule out (q centred; every row)."""
         import numpy as np
 
         words = self._code(q)
@@ -272,7 +420,7 @@ class ExactIndex:
         """Of ``rows``, those the bound in the rotated basis does not rule out."""
         import numpy as np
 
-        q2 = _dot(self._rotation, q)
+        q2 = _dot(self._rotation, q)  # q is centred, so q2 is too (rotation is linear)
         diff = self._codes2[rows] ^ self._code(q2)
         counts = np.zeros(diff.shape, dtype=np.uint8)
         _popcount(diff, counts)
@@ -292,13 +440,14 @@ class ExactIndex:
         return key, min(score, 1.0)
 
 
-def _dot(rows: Any, q: Any) -> Any:
-    """rows @ q, single-threaded: a BLAS matvec wakes its thread pool for a few µs of work."""
+def _dot(rows: Any, q: Any, out: Any = None) -> Any:
+    """rows @ q, single-threaded: a BLAS matvec wakes its thread pool, which on a busy
+    machine can stall for milliseconds waiting for a thread to be scheduled."""
     import numpy as np
 
     if hasattr(np, "vecdot"):  # numpy >= 2.0
-        return np.vecdot(rows, q)
-    return np.einsum("ij,j->i", rows, q)
+        return np.vecdot(rows, q, out=out)
+    return np.einsum("ij,j->i", rows, q, out=out)
 
 
 _BYTE_COUNTS: Any = None
