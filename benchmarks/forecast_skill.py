@@ -80,7 +80,7 @@ def holt_winters(train: Any, y: Any, origins: Any, horizons: Any) -> Any:
     return np.exp(level[o - 1] + damp * trend[o - 1] + seas)
 
 
-def mstl(y: Any, origins: Any, horizons: Any, refit_days: int = 7, window_weeks: int = 6) -> Any:
+def mstl(y: Any, origins: Any, horizons: Any, refit_days: int = 14, window_weeks: int = 4) -> Any:
     """MSTL (statsmodels, daily + weekly seasons) on a trailing window, seasonal-naive projected.
 
     Every ``refit_days`` the series of the last ``window_weeks`` weeks before
@@ -123,11 +123,12 @@ def _gbt_features(z: Any, hour: Any, weekday: Any, origins: Any, horizons: Any) 
     day_ago = z[t - PER_DAY * ((h + PER_DAY) // PER_DAY)]
     week_ago = z[t - WEEK * ((h + WEEK) // WEEK)]
     same_hour = np.mean([z[t - PER_DAY * ((h + PER_DAY) // PER_DAY + k)] for k in range(7)], axis=0)
+    last_usual = np.mean([z[o - 1 - PER_DAY * (k + 1)] for k in range(7)], axis=0)
     x = np.stack(
         [h, hour[t % len(hour)], weekday[t % len(weekday)], z[o - 1] - base, day_ago - base,
-         week_ago - base, same_hour - base, base - week_mean],
+         week_ago - base, same_hour - base, base - week_mean, z[o - 1] - last_usual],
         axis=-1,
-    ).reshape(-1, 8)  # fmt: skip
+    ).reshape(-1, 9)  # fmt: skip
     return x, base.reshape(-1)
 
 
@@ -138,10 +139,11 @@ def gradient_boosting(
 
     Features: horizon, hour of day and weekday (UTC) of the target, and lags
     all read before the origin (so every lag is ≥ the horizon): the last
-    value, the value a day and a week before at the target's hour, the
-    7-day mean at that hour, the last day's level against the week's; all
+    value and its departure from its own hour's 7-day mean, the value a day
+    and a week before at the target's hour, the 7-day mean at that hour, the
+    last day's level against the week's; all
     relative to the last day's mean, which is also the target's reference.
-    Trained on origins every 6 h of the training year.
+    Trained on origins every 12 h of the training year.
     """
     from sklearn.ensemble import HistGradientBoostingRegressor
 
@@ -152,7 +154,7 @@ def gradient_boosting(
     zt = _log(train)
     h = np.asarray(horizons)
     first = WEEK + 8 * PER_DAY
-    train_origins = np.arange(first, len(zt) - len(h), 6)
+    train_origins = np.arange(first, len(zt) - len(h), 12)
     x, base = _gbt_features(zt, *calendar(train_times_s), train_origins, h)
     target = zt[(train_origins[:, None] + h[None, :]).reshape(-1)] - base
     model = HistGradientBoostingRegressor(max_iter=300, learning_rate=0.1, random_state=0)
