@@ -79,7 +79,7 @@ test: lint typecheck docs unit
 BENCH_STAMP := $(VENV)/.stamp-bench
 
 $(BENCH_STAMP): $(TEST_STAMP)
-	$(BIN)/pip install -q 'codecarbon==3.3.2'
+	$(BIN)/pip install -q 'codecarbon==3.3.2' 'statsmodels==0.15.0'
 	touch $@
 
 # Byte-compile first: an installed greenml has its .pyc files (pip compiles them),

@@ -118,12 +118,13 @@ def test_trace_that_does_not_cover_the_window_names_the_span(
     assert code == 2
     assert "no data for 2024-01-01 00:00 to 2024-01-02 00:00 UTC" in err
     code, _, err = run(
-        capsys, "--duration", "4h", "--now", "2023-01-10T00:00Z", "--deadline",
-        "2023-01-11T00:00Z", "--zone", "DE-LU", "--intensity-trace", str(DE),
+        capsys, "--duration", "4h", "--now", "2023-01-01T12:00Z", "--deadline",
+        "2023-01-02T12:00Z", "--zone", "DE-LU", "--intensity-trace", str(DE),
     )  # fmt: skip
-    assert code == 2
+    assert code == 2  # 12 hours: too little even for the zone's typical profile
     assert "needs 42 days of history before now" in err
-    assert "no data for 2022-11-29 00:00 UTC to 2023-01-01 00:00 UTC" in err
+    assert "no data for 2022-11-20 12:00 UTC to 2023-01-01 00:00 UTC" in err
+    assert "a day would do for DE-LU's typical profile" in err
 
 
 def test_help_lists_the_options(capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,6 +20,7 @@ from greenml.run.waiting import clock_text, utc_text
 from greenml.schedule import sources
 from greenml.schedule.job import Job
 from greenml.schedule.planner import plan_job
+from greenml.schedule.profile import has_profile
 from greenml.schedule.timeparse import parse_duration_s, parse_instant
 from greenml.store import open_store
 
@@ -28,9 +29,11 @@ if TYPE_CHECKING:
     from greenml.schedule.planner import Plan
 
 _FORECASTER_HISTORY_S = 42 * 86400.0  # the least history the seasonal forecaster fits on
+_PROFILE_HISTORY_S = 86400.0  # the least a zone's packaged typical profile is scaled to
 NEEDS_HOURLY = (
     "waiting for green needs hourly intensities: pass --intensity-trace CSV (the zone's "
-    "history, 42 days or more, or a forecast) or --intensity-provider electricitymaps|watttime|ukci"
+    "history, 42 days or more, a day or more for a zone greenml has a typical profile of, "
+    "or a forecast) or --intensity-provider electricitymaps|watttime|ukci"
 )
 
 
@@ -209,7 +212,8 @@ def forecast_input(request: GreenRequest, start_s: float, end_s: float) -> tuple
         s = trace.series
         if s.start_s <= start_s and s.end_s >= end_s and not trace.gaps:
             return location, sources.trace_forecast(location, trace, start_s, end_s)
-        if s.end_s > start_s and start_s - s.start_s < _FORECASTER_HISTORY_S:
+        least_s = _PROFILE_HISTORY_S if has_profile(location) else _FORECASTER_HISTORY_S
+        if s.end_s > start_s and start_s - s.start_s < least_s:
             trace.intensity(start_s, end_s)  # a forecast file too short: names the missing span
         return location, trace.intensity(s.start_s, s.end_s)
     if not location:

@@ -1,7 +1,9 @@
 """Forecasts from what greenml already reads: trace files, provider APIs, yearly means.
 
 - :func:`history_forecast`: the seasonal forecaster fitted on a history (a
-  trace's values before ``now``) and projected to the deadline;
+  trace's values before ``now``) and projected to the deadline; with less
+  than 42 days, the zone's packaged typical profile scaled to the history
+  (:mod:`greenml.schedule.profile`);
 - :func:`trace_forecast`: a trace's own values over the window, taken as known
   (a forecast exported to a file, or a perfect-forecast what-if);
 - :func:`provider_forecast`: a provider's forecast (Electricity Maps'
@@ -15,6 +17,7 @@ this module stays cheap.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
@@ -26,6 +29,7 @@ from greenml.accounting.location import PROVIDERS, live_source
 from greenml.accounting.series import StepSeries
 from greenml.accounting.traces import TraceSource
 from greenml.errors import ConfigError
+from greenml.schedule import profile
 from greenml.schedule import seasonal as fc
 from greenml.schedule.forecast import Forecast
 
@@ -75,9 +79,13 @@ def history_forecast(
         now_s: The forecast's origin: only steps that ended by then are known.
         until_s: The forecast reaches at least this time.
 
+    A shorter hourly history (a day or more) of a zone greenml has a typical
+    profile of gives that profile scaled to it, with a wide error.
+
     Raises:
         ConfigError: The history before ``now_s`` is shorter than
-            :data:`~greenml.schedule.seasonal.MIN_HISTORY_DAYS` days or has a
+            :data:`~greenml.schedule.seasonal.MIN_HISTORY_DAYS` days (and no
+            profile of the zone is packaged) or has a
             hole where the forecast reads (the message names the span).
     """
     import numpy as np
@@ -90,6 +98,13 @@ def history_forecast(
     phase = math.floor((t0 % fc.DAY_S) / step + 1e-9) % per_day
     origin = min(math.floor((now_s - t0) / step + 1e-9), len(values))
     need_s = fc.MIN_HISTORY_DAYS * fc.DAY_S
+    if origin < fc.MIN_HISTORY_DAYS * per_day and _can_profile(location, values[: max(origin, 0)]):
+        start_s = t0 + origin * step
+        found = profile.profile_forecast(location, t0, values[:origin], start_s, until_s, label)
+        if now_s - start_s > step:
+            late = f"{location}: history ends {_day(start_s)}, {_age(now_s - start_s)} before now"
+            found = dataclasses.replace(found, notes=(*found.notes, late))
+        return found
     if origin < fc.MIN_HISTORY_DAYS * per_day:
         known_end = t0 + max(origin, 0) * step
         lack = (now_s - need_s, now_s) if origin <= 0 else (known_end - need_s, t0)
@@ -97,6 +112,11 @@ def history_forecast(
             f"{label} covers {_day(t0, True)} to {_day(t0 + len(values) * step, True)}; the "
             f"seasonal forecaster needs {fc.MIN_HISTORY_DAYS} days of history before now "
             f"({_day(now_s, True)}): no data for {_day(lack[0], True)} to {_day(lack[1], True)}"
+            + (
+                f" (a day would do for {location}'s typical profile)"
+                if profile.has_profile(location)
+                else ""
+            )
         )
     known = values[:origin]
     model = fc.fit_seasonal(known, per_day, phase)
@@ -132,6 +152,14 @@ def history_forecast(
     return Forecast(
         location, series, point[0] * sigma_log[0], source, how, model.rho,
         model.near(origin + phase)[1], per_day, history_end, tuple(notes),
+    )  # fmt: skip
+
+
+def _can_profile(location: str, known: Any) -> bool:
+    """Whether a short hourly history can scale the zone's packaged typical profile."""
+    return (
+        len(known) > 0 and profile.has_profile(location)
+        and profile.usable_days(known) >= profile.MIN_DAYS
     )  # fmt: skip
 
 
