@@ -101,18 +101,18 @@ def ml_jobs(
     if rule == "next-workday":
         minute = trace.minute[inside]
         in_hours = workday[inside] & (minute >= WORK_START_MINUTE) & (minute <= WORK_END_MINUTE)
-        nxt = _next_marked(workday & (trace.minute == WORK_START_MINUTE), beyond)
+        nxt = next_marked(workday & (trace.minute == WORK_START_MINUTE), beyond)
         deadline = np.where(in_hours, finish, nxt[inside])
     else:
         monday_thursday = (trace.weekday == 0) | (trace.weekday == 3)
-        deadline = _next_marked(monday_thursday & (trace.minute == WORK_START_MINUTE), beyond)[
+        deadline = next_marked(monday_thursday & (trace.minute == WORK_START_MINUTE), beyond)[
             inside
         ]
     deadline = np.where(finish > trace.n, beyond, deadline)
     return _keep_inside(trace, arrival, duration, arrival, deadline, count)
 
 
-def _next_marked(marked: np.ndarray[Any, Any], missing: int) -> np.ndarray[Any, Any]:
+def next_marked(marked: np.ndarray[Any, Any], missing: int) -> np.ndarray[Any, Any]:
     """For each boundary, the first marked boundary at or after it (``missing`` if none)."""
     import numpy as np
 

@@ -42,7 +42,7 @@ from greenml.schedule.replay.jobs import (
     WORK_START_MINUTE,
     DeadlineRule,
     JobSet,
-    _next_marked,
+    next_marked,
 )
 from greenml.schedule.replay.place import shifted_sums
 from greenml.schedule.replay.series import HalfHourTrace, local_days, when
@@ -126,7 +126,7 @@ def artifact_deadline(
     if rule == "semi-weekly":
         weekday = (day + 3) % 7
         marked = ((weekday == 0) | (weekday == 3)) & (minute == WORK_START_MINUTE)
-        return _next_marked(marked, len(day))[finish]  # type: ignore[no-any-return]
+        return next_marked(marked, len(day))[finish]  # type: ignore[no-any-return]
     d, m = day[finish], minute[finish]
     weekday = (d + 3) % 7
     shift = np.select(
