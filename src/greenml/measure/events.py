@@ -167,3 +167,15 @@ def window_measurement(event: dict[str, Any]) -> Any:
         components[comp] = ComponentEnergy({f"{comp}@rank{rank}": device})
     started = datetime.fromtimestamp(start, tz=timezone.utc)
     return Measurement(f"{event['name']}/rank{rank}", started, duration, components)
+
+
+def publish_window(m: Any) -> None:
+    """A finished window as a ``window`` event (components: [J, method, uncertainty])."""
+    if not os.environ.get(ENV_VAR):  # outside ``greenml run``: nothing to build
+        return
+    start = m.started_at.timestamp()
+    components = {
+        name: [c.energy_j, c.method, c.uncertainty_rel] for name, c in m.components.items()
+    }
+    emit("window", name=m.name, start_s=start, end_s=start + m.duration_s,
+         energy_j=m.total_j, components=components)  # fmt: skip

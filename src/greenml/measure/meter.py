@@ -27,28 +27,32 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from greenml.errors import ConfigError, WindowError
 from greenml.measure.alarm import Alarm
 from greenml.measure.measurement import (
-    POWER_INTEGRATED,
     ComponentEnergy,
     DeviceEnergy,
-    EnergyPart,
     Measurement,
     Sample,
 )
 from greenml.measure.sensors.base import Device, Sensor
-from greenml.measure.timeline import PartsJ, PowerTimeline, Usage, UsageTimeline
+from greenml.measure.timeline import Usage, UsageTimeline
+from greenml.measure.window_energy import (
+    Channel,
+    Edges,
+    WindowStart,
+    pin_window_starts,
+    sampled_energy,
+    usage_energy,
+)
 
 log = logging.getLogger("greenml")
 
@@ -56,50 +60,6 @@ Clock = Callable[[], float]
 
 
 _NONE: dict[str, Any] = {}  # shared, never written: a boundary with nothing of a kind to read
-
-
-@dataclass(slots=True)
-class _Edges:
-    """What the Meter reads at a window boundary, per device key."""
-
-    counters: dict[str, float]  # energy counters (J)
-    usage: dict[str, Usage]  # usage counters of modelled devices
-    powers: dict[str, float]  # power of sampled devices (W)
-
-
-@dataclass(slots=True)
-class _Begin:
-    mono_s: float
-    wall_s: float
-    edges: _Edges
-    # Fixed once a sample after mono_s exists; with them the window no longer
-    # needs the samples before its start. pinned_j: the power timeline's value
-    # at the start (start_offset with a reading, else energy_at); pinned_usage:
-    # the usage timeline's start_offset.
-    pinned_j: dict[str, float] = field(default_factory=dict)
-    pinned_usage: dict[str, PartsJ] = field(default_factory=dict)
-
-
-class _Channel:
-    """What the Meter keeps per device: its timelines and its gaps."""
-
-    __slots__ = ("device", "gap_start", "gaps", "timeline", "usage")
-
-    def __init__(self, device: Device, usage: UsageTimeline | None = None) -> None:
-        self.device = device
-        self.timeline = PowerTimeline()
-        self.usage = usage  # modelled devices: the usage readings of the sampler
-        self.gaps: list[tuple[float, float]] = []  # closed intervals without data
-        self.gap_start: float | None = None  # an open gap began here
-
-    def gap_seconds(self, start: float, end: float) -> float:
-        """Seconds of [start, end] not covered by readings of this device."""
-        if not self.gaps and self.gap_start is None:
-            return 0.0
-        spans = list(self.gaps)
-        if self.gap_start is not None:
-            spans.append((self.gap_start, end))
-        return sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
 
 
 class WindowHandle:
@@ -165,7 +125,7 @@ class Meter:
         self._wall_offset = wall_clock() - clock()
         self._sync_cuda = sync_cuda
         self._period_s = 1.0 / sample_hz if sample_hz > 0 else math.inf
-        self._channels: dict[str, _Channel] = {}
+        self._channels: dict[str, Channel] = {}
         for sensor in self._sensors:
             for device in sensor.devices:
                 if device.key in self._channels:
@@ -173,7 +133,7 @@ class Meter:
                 usage = None
                 if device.usage:
                     usage = UsageTimeline(sensor.usage_model(device.key), 1 + len(device.parts))
-                self._channels[device.key] = _Channel(device, usage)
+                self._channels[device.key] = Channel(device, usage)
                 if device.note:
                     self.notes.append(f"{device.key}: {device.note}")
         # per device: what _measure needs, looked up once
@@ -189,7 +149,7 @@ class Meter:
             (s, s in self._usage_sensors, any(not d.usage for d in s.devices))
             for s in self._sensors
         ]
-        self._windows: dict[str, _Begin] = {}
+        self._windows: dict[str, WindowStart] = {}
         self._windows_lock = threading.Lock()  # begin_window vs forget_before
         self._holds: dict[str, dict[str, float]] = {}  # holder → device → monotonic time
         self._counters_read_at = -math.inf
@@ -222,7 +182,7 @@ class Meter:
             self._sync()
         with self._windows_lock:  # forget_before sees either this window or a later clock
             mono = self._clock()
-            self._windows[name] = _Begin(mono, mono + self._wall_offset, self._read_edges())
+            self._windows[name] = WindowStart(mono, mono + self._wall_offset, self._read_edges())
 
     def end_window(self, name: str, sync_execution: bool = True) -> Measurement:
         """Close a window and return what it measured."""
@@ -241,7 +201,9 @@ class Meter:
         if not ended:
             raise WindowError(f"window {name!r} was ended twice")
         if self._publish:
-            _publish(measurement)
+            from greenml.measure.events import publish_window  # lazy: import time
+
+            publish_window(measurement)
         return measurement
 
     def peek_window(self, name: str) -> Measurement:
@@ -261,7 +223,7 @@ class Meter:
         finally:
             handle.measurement = self.end_window(name, sync_execution)
 
-    def _measure(self, name: str, begin: _Begin, end_mono: float, edges: _Edges) -> Measurement:
+    def _measure(self, name: str, begin: WindowStart, end_mono: float, edges: Edges) -> Measurement:
         duration = max(0.0, end_mono - begin.mono_s)
         per_component: dict[str, dict[str, DeviceEnergy]] = {c: {} for c in self._components}
         start_c, end_c = begin.edges.counters, edges.counters
@@ -278,78 +240,14 @@ class Meter:
             elif channel.usage is not None:
                 first, last = start_u.get(key), end_u.get(key)
                 if first is not None and last is not None:
-                    devices[key] = self._usage_energy(channel, begin, first, end_mono, last)
+                    devices[key] = usage_energy(channel, begin, first, end_mono, last)
                     continue
-            devices[key] = self._device_energy(channel, begin, end_mono, duration, edges)
+            devices[key] = sampled_energy(
+                channel, begin, end_mono, duration, edges, self._period_s
+            )
         started = datetime.fromtimestamp(begin.wall_s, tz=timezone.utc)
         components = {c: ComponentEnergy(devices) for c, devices in per_component.items()}
         return Measurement(name, started, duration, components)
-
-    def _usage_energy(
-        self, channel: _Channel, begin: _Begin, start: Usage, end_mono: float, end: Usage
-    ) -> DeviceEnergy:
-        """A modelled device's energy from its usage counters, read at both edges."""
-        device, usage = channel.device, channel.usage
-        assert usage is not None
-        joules = usage.between_readings(
-            begin.mono_s, start, max(end_mono, begin.mono_s), end,
-            begin.pinned_usage.get(device.key),
-        )  # fmt: skip
-        parts = None
-        if device.parts:
-            parts = {
-                name: EnergyPart(j, label)
-                for (name, label), j in zip(device.parts, joules[1:], strict=True)
-            }
-        return DeviceEnergy(
-            joules[0], device.method, device.uncertainty_rel, device.name, "", parts
-        )
-
-    def _device_energy(
-        self, channel: _Channel, begin: _Begin, end: float, duration: float, edges: _Edges
-    ) -> DeviceEnergy:
-        """Energy of a device without both counter readings: from its power timeline."""
-        device = channel.device
-        if device.has_counter:
-            method, note = POWER_INTEGRATED, "energy counter unreadable; sampled power integrated"
-        elif device.usage:
-            method, note = device.method, "usage counters unreadable; sampled power integrated"
-        else:
-            method, note = device.method, ""
-        if duration == 0:
-            return DeviceEnergy(0.0, method, device.uncertainty_rel, device.name, note)
-        line = channel.timeline
-        key = device.key
-        start_w, end_w = begin.edges.powers.get(key), edges.powers.get(key)
-        if start_w is not None and end_w is not None:  # the window's own readings at its edges
-            energy = line.between_readings(
-                begin.mono_s, start_w, end, end_w, begin.pinned_j.get(key)
-            )
-        else:
-            if not len(line):
-                return DeviceEnergy(
-                    0.0, method, 1.0, device.name, "no power reading in this window"
-                )
-            covered_end = end
-            if channel.gap_start is not None and line.last_time_s is not None:
-                covered_end = min(
-                    end, max(begin.mono_s, line.last_time_s)
-                )  # no extrapolation into a gap
-            energy_j = line.energy_at(covered_end)
-            start_j = line.energy_at(begin.mono_s)
-            # Read after it: forget_before pins before it trims, so a trim that made
-            # start_j stale has left its pin here (the same value, kept).
-            start_j = begin.pinned_j.get(key, start_j)
-            energy = energy_j - start_j if covered_end > begin.mono_s else 0.0
-        # A reading stands for its neighbourhood: over a window only a few sample
-        # periods long, the unknown power between readings dominates the error.
-        sampling = min(1.0, 0.5 * self._period_s / duration)
-        uncertainty = math.hypot(device.uncertainty_rel, sampling)
-        gap = channel.gap_seconds(begin.mono_s, end)
-        if gap > 0:
-            uncertainty += gap / duration
-            note = f"{note + '; ' if note else ''}no readings for {gap:.1f} s of {duration:.1f} s"
-        return DeviceEnergy(energy, method, min(uncertainty, 1.0), device.name, note)
 
     # ----------------------------------------------------------------- sampling
 
@@ -480,23 +378,8 @@ class Meter:
             for marks in self._holds.values():
                 cut = min(cut, marks.get(key, math.inf))
             begins = tuple(self._windows.values())
+        cut = pin_window_starts(channel, begins, cut)
         usage = channel.usage
-        for begin in begins:
-            if key not in begin.pinned_j:
-                last = line.last_time_s
-                if last is not None and last > begin.mono_s:  # energy at the start is final
-                    start_w = begin.edges.powers.get(key)
-                    pin = None if start_w is None else line.start_offset(begin.mono_s, start_w)
-                    begin.pinned_j[key] = line.energy_at(begin.mono_s) if pin is None else pin
-                else:
-                    cut = min(cut, begin.mono_s)
-            start_u = begin.edges.usage.get(key)
-            if usage is not None and start_u is not None and key not in begin.pinned_usage:
-                offset = usage.start_offset(begin.mono_s, start_u)
-                if offset is not None:
-                    begin.pinned_usage[key] = offset
-                else:
-                    cut = min(cut, begin.mono_s)
         gaps = channel.gaps  # closed gaps wholly before every open window and the cut
         oldest = min([cut, *(b.mono_s for b in begins)])
         done = next((i for i, (_, end) in enumerate(gaps) if end >= oldest), len(gaps))
@@ -531,7 +414,7 @@ class Meter:
                 counters.update(self._safe_read(sensor, sensor.read_energy_j, "energy"))
         return counters
 
-    def _read_edges(self) -> _Edges:
+    def _read_edges(self) -> Edges:
         """Counters, usage counters and the power of sampled devices, read now."""
         counters: dict[str, float] = {} if self._counter_sensors else _NONE
         usage: dict[str, Usage] = {} if self._usage_sensors else _NONE
@@ -552,7 +435,7 @@ class Meter:
                     powers.update(sensor.read_power_w())
                 except Exception as exc:
                     self._read_failed(sensor, "power", exc)
-        return _Edges(counters, usage, powers)
+        return Edges(counters, usage, powers)
 
     def _safe_read(
         self, sensor: Sensor, read: Callable[[], dict[str, Any]], what: str
@@ -608,17 +491,3 @@ class Meter:
 def _sampled(device: Device) -> bool:
     """Whether a device's energy is integrated from its power readings."""
     return not device.has_counter and not device.usage
-
-
-def _publish(m: Measurement) -> None:
-    """A finished window as a ``window`` event (components: [J, method, uncertainty])."""
-    from greenml.measure.events import ENV_VAR, emit
-
-    if not os.environ.get(ENV_VAR):  # outside ``greenml run``: nothing to build
-        return
-    start = m.started_at.timestamp()
-    components = {
-        name: [c.energy_j, c.method, c.uncertainty_rel] for name, c in m.components.items()
-    }
-    emit("window", name=m.name, start_s=start, end_s=start + m.duration_s,
-         energy_j=m.total_j, components=components)  # fmt: skip

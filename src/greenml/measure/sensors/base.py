@@ -27,6 +27,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+from greenml.errors import SensorError
 from greenml.measure.measurement import COUNTER, Method
 from greenml.measure.timeline import Usage, UsageModel
 
@@ -89,8 +90,15 @@ class Sensor(ABC):
         return {}
 
     def usage_model(self, key: str) -> UsageModel:
-        """``(duration_s, start, end)`` → ``(total, *parts)`` joules between two usage readings."""
-        raise NotImplementedError(f"{type(self).__name__} has no usage model for {key}")
+        """``(duration_s, start, end)`` → ``(total, *parts)`` joules between two usage readings.
+
+        A sensor that declares a device with ``usage`` provides this; the base has none.
+
+        Raises:
+            SensorError: This sensor has no usage model (a backend that declares
+                ``usage`` devices without one).
+        """
+        raise SensorError(f"{type(self).__name__} declares usage for {key} but has no usage model")
 
     def usage_metrics(
         self, key: str, duration_s: float, start: Usage, end: Usage
