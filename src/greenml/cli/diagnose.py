@@ -58,7 +58,8 @@ def diagnose(
     console = render.console()
     console.print(
         f"run {result.run_id}: {result.analysed.upper()} energy "
-        f"{render.energy(result.energy_j)} over {render.duration(result.duration_s)}",
+        f"{render.energy(result.energy_j)}{_spread(result)} ({result.energy_method}) "
+        f"over {render.duration(result.duration_s)}",
         highlight=False,
     )
     if not result.findings:
@@ -91,3 +92,8 @@ def _table(result: Any) -> Any:
 def _stake(energy_j: float, usd: float | None) -> str:
     text = render.energy(energy_j)
     return text + (f"\n${usd:,.2f}" if usd is not None else "")
+
+
+def _spread(result: Any) -> str:
+    rel = result.energy_uncertainty_rel
+    return f" {render.percent(rel)}" if isinstance(rel, (int, float)) else ""

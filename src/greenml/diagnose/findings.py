@@ -89,6 +89,9 @@ class Diagnosis:
         runs_per_year: As given.
         findings: The findings.
         notes: Caveats (the gauge used, what could not be checked).
+        energy_method: How the stored energy was obtained (counter, power-integrated,
+            estimated), ``power-integrated`` when integrated here from the samples.
+        energy_uncertainty_rel: Its stated relative uncertainty, ``None`` if unknown.
     """
 
     run_id: str
@@ -99,6 +102,8 @@ class Diagnosis:
     runs_per_year: float | None
     findings: list[Finding]
     notes: list[str]
+    energy_method: str = "power-integrated"
+    energy_uncertainty_rel: float | None = None
 
     def of_kind(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]

@@ -96,6 +96,8 @@ def diagnose_run(
         analysed=analysed,
         duration_s=float(record.get("duration_s") or (timeline.end_s - timeline.start_s)),
         energy_j=stored_energy_j(record, analysed, devices),
+        energy_method=str(_stored_block(record, analysed).get("method") or "power-integrated"),
+        energy_uncertainty_rel=_stored_block(record, analysed).get("uncertainty_rel"),
         usd_per_kwh=price,
         runs_per_year=runs_per_year,
         findings=findings,
@@ -148,11 +150,15 @@ def _gpu_findings(
 def stored_energy_j(record: dict[str, Any], component: str, devices: list[DeviceSeries]) -> float:
     """The analysed component's energy as stored with the run (the figure every command
     shows); integrated from the samples only for a run stored without it."""
-    block = ((record.get("energy") or {}).get("components") or {}).get(component) or {}
-    stored = block.get("energy_j")
+    stored = _stored_block(record, component).get("energy_j")
     if isinstance(stored, (int, float)):
         return float(stored)
     return sum(d.energy_j() for d in devices)
+
+
+def _stored_block(record: dict[str, Any], component: str) -> dict[str, Any]:
+    block = ((record.get("energy") or {}).get("components") or {}).get(component) or {}
+    return block if isinstance(block, dict) else {}
 
 
 def _mean_activity(devices: list[DeviceSeries]) -> float | None:
