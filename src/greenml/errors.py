@@ -10,6 +10,7 @@ Every error class of the package is defined here::
     ├── WindowError                  a measurement window was misused
     ├── StoreError                   the run store cannot be opened, read or written
     │   ├── RunNotFound              no stored run matches an id or prefix
+    │   ├── JobNotFound              no stored run belongs to a job id
     │   └── RecordTypeError          a record value has the wrong type (strict reading)
     ├── LedgerError                  the ledger cannot be read, written or exported
     ├── IntensityApiError            a carbon-intensity API failed or answered nonsense
@@ -133,3 +134,7 @@ class RecordTypeError(StoreError):
 
 class CacheUnavailable(GreenmlError):
     """The cache store is unreachable (now, or still backing off after a failure)."""
+
+
+class JobNotFound(StoreError):
+    """No stored run belongs to the given job id."""

@@ -138,6 +138,20 @@ if TYPE_CHECKING:
     is_flag=True,
     help="If greenml is killed, send COMMAND SIGTERM (Linux); by default it runs on, unmeasured.",
 )
+@click.option(
+    "--job",
+    "job_id",
+    metavar="ID",
+    help="The distributed job this run is one node of (default: found in SLURM_JOB_ID, "
+    "TORCHELASTIC_RUN_ID, Ray or a Kubernetes Job; --no-job: none).",
+)
+@click.option(
+    "--node-rank", type=click.IntRange(min=0), metavar="N", help="--job: this node's rank."
+)
+@click.option(
+    "--job-nodes", type=click.IntRange(min=1), metavar="N", help="--job: the job's node count."
+)
+@click.option("--no-job", is_flag=True, help="Do not look for a job in the environment.")
 @accounting_options
 @when_options
 @click.argument(
@@ -155,6 +169,10 @@ def run(
     no_hostname: bool,
     quiet: bool,
     kill_on_exit: bool,
+    job_id: str | None,
+    node_rank: int | None,
+    job_nodes: int | None,
+    no_job: bool,
     command: tuple[str, ...],
     when: str,
     deadline: str | None,
@@ -167,6 +185,7 @@ def run(
 ) -> None:
     """Run COMMAND, measure its energy, save the run, and exit with COMMAND's exit code."""
     from greenml.accounting.run_accounting import AccountingOptions
+    from greenml.run.job_identity import JobRequest
     from greenml.run.process import exit_like
     from greenml.run.runner import RunOptions, parse_tags, run_measured
 
@@ -184,6 +203,9 @@ def run(
         json_out=json_out,
         accounting=AccountingOptions(**accounting),
         kill_on_exit=kill_on_exit,
+        job=JobRequest(
+            job_id=job_id, node_rank=node_rank, expected_nodes=job_nodes, detect=not no_job
+        ),
     )
     green = None
     planned = (deadline, duration, earliest_start, min_chunk, max_pieces)

@@ -304,6 +304,21 @@ class Store:
             )
         return RunRecord.from_dict(record)
 
+    def records_containing(self, fragment: str) -> list[RunRecord]:
+        """The records whose stored extra blocks contain the text ``fragment``, oldest first.
+
+        A coarse filter for the modules that look a block up (:mod:`greenml.store.jobs`):
+        they check the block itself on what comes back.
+        """
+        query = (
+            select(runs.c.id)
+            .where(runs.c.extra.contains(fragment, autoescape=True))
+            .order_by(runs.c.started_at, runs.c.id)
+        )
+        with self._read("read runs from") as conn:
+            ids = list(conn.execute(query).scalars())
+        return [self.get_run_record(run_id) for run_id in ids]
+
     def list_runs(
         self, limit: int = 20, name: str | None = None, tag: dict[str, str] | None = None
     ) -> list[dict[str, Any]]:
