@@ -118,3 +118,18 @@ def test_jobs_show_json_has_the_documented_keys(
     assert main(["jobs", "list", "--db", db_url, "--json"]) == 0
     listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(j["job_id"], j["seen_nodes"], j["missing_count"]) for j in listed] == [("j-1", 2, 1)]
+
+
+def test_a_report_takes_a_job(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from greenml.store import open_store
+
+    with open_store(db_url) as store:
+        for r in range(3):
+            node_run(store, _job(r, nodes=3), gpu_j=[3.6e6], carbon_kg=0.5, location="FR")
+        node_run(store, _job(2, nodes=3), gpu_j=[3.6e6])  # rank 2 twice: left out
+    assert main(["report", "--job", "j-1", "--db", db_url, "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    statement = json.loads(captured.out)["sections"][0]["paragraphs"][0]
+    assert "rank 2 is claimed by 2 runs" in captured.err
+    assert "(2 runs," in statement, statement
+    assert "used 2.0 kWh" in statement, statement  # nodes 0 and 1
