@@ -26,8 +26,11 @@ def node_run(
     """One finished run of ``job`` (a ``job`` block) with GPUs that used ``gpu_j`` joules."""
     run_id = store.create_run(name=name, command=["python", "train.py"], tags={},
                               started_at=T0 + start_s, pid=1, hostname=job.get("node"))  # fmt: skip
-    devices = {f"gpu{i}": {"energy_j": e, "method": "counter", "uncertainty_rel": uncertainty_rel,
-                           "name": "NVIDIA H100 80GB HBM3"} for i, e in enumerate(gpu_j)}  # fmt: skip
+    devices = {
+        f"gpu{i}": {"energy_j": e, "method": "counter", "uncertainty_rel": uncertainty_rel,
+                    "name": "NVIDIA H100 80GB HBM3"}
+        for i, e in enumerate(gpu_j)
+    }  # fmt: skip
     total = sum(gpu_j)
     energy = {"total_j": total, "total_kwh": total / 3.6e6, "uncertainty_rel": uncertainty_rel,
               "components": {"gpu": {"energy_j": total, "method": "counter",

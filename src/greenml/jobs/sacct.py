@@ -70,13 +70,16 @@ def parse_sacct(text: str) -> list[dict[str, Any]]:
 
 
 def sacct_energy(rows: Sequence[dict[str, Any]], job_id: str, steps: Sequence[str]) -> float | None:
-    """The energy of the steps greenml measured (all of them: the job's own line), or None."""
+    """The energy of the steps greenml measured (all of them: the job's own line), or None.
+
+    Slurm prints 0 (or nothing) where no energy plugin measured: that is "not reported".
+    """
     if steps:
         wanted = {f"{job_id}.{s}" for s in steps}
         values = [r["energy_j"] for r in rows if r["job_step"] in wanted]
     else:
         values = [r["energy_j"] for r in rows if r["job_step"] == job_id]
-    known = [v for v in values if v is not None]
+    known = [v for v in values if v]
     return sum(known) if known else None
 
 
