@@ -23,7 +23,8 @@ Every error class of the package is defined here::
     ├── CompressError                a compression technique broke the model: variant failed
     │   └── NotApplicable            the technique does not apply: variant skipped
     ├── BatcherClosed                a request met a closed dynamic batcher
-    └── CacheUnavailable             a cache's store is unreachable (the cache fails open)
+    ├── CacheUnavailable             a cache's store is unreachable (the cache fails open)
+    └── PushError                    a run's figures could not be pushed (Pushgateway, OTLP)
 
 Code that catches one of these names the narrowest class that fits; the CLI
 catches :class:`GreenmlError`. Nothing greenml raises on purpose is a bare
@@ -138,3 +139,7 @@ class CacheUnavailable(GreenmlError):
 
 class JobNotFound(StoreError):
     """No stored run belongs to the given job id."""
+
+
+class PushError(GreenmlError):
+    """A finished run's figures could not be pushed (Pushgateway, OTLP); the run is stored."""

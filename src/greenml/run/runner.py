@@ -77,6 +77,7 @@ class RunResult:
     spooled: Path | None
     forwarded_signals: list[int]
     accounting: dict[str, Any] = field(default_factory=dict)  # the carbon and cost blocks
+    job: dict[str, Any] | None = None  # the job block: the job this run is a node of
 
 
 def parse_tags(pairs: Sequence[str]) -> dict[str, str]:
@@ -217,6 +218,7 @@ def _measure(
         spooled=recorder.spooled,
         forwarded_signals=child.forwarded,
         accounting=blocks,
+        job=job,
     )
 
 
