@@ -24,7 +24,8 @@ Every error class of the package is defined here::
     │   └── NotApplicable            the technique does not apply: variant skipped
     ├── BatcherClosed                a request met a closed dynamic batcher
     ├── CacheUnavailable             a cache's store is unreachable (the cache fails open)
-    └── PushError                    a run's figures could not be pushed (Pushgateway, OTLP)
+    ├── PushError                    a run's figures could not be pushed (Pushgateway, OTLP)
+    └── MetricsSourceError           a second source (Prometheus for Kepler) could not be read
 
 Code that catches one of these names the narrowest class that fits; the CLI
 catches :class:`GreenmlError`. Nothing greenml raises on purpose is a bare
@@ -143,3 +144,7 @@ class JobNotFound(StoreError):
 
 class PushError(GreenmlError):
     """A finished run's figures could not be pushed (Pushgateway, OTLP); the run is stored."""
+
+
+class MetricsSourceError(GreenmlError):
+    """A second source of figures (Prometheus, for Kepler's) could not be read."""

@@ -52,6 +52,12 @@ def test_ray_and_kubernetes() -> None:
         "kubernetes", "train-bert", "ip-10-0-1-7", 3)  # fmt: skip
 
 
+def test_a_pod_records_its_name_and_namespace() -> None:
+    block = job_identity(AUTO, {"GREENML_K8S_JOB_NAME": "j", "POD_NAME": "j-0-abcde",
+                                "POD_NAMESPACE": "ml"})  # fmt: skip
+    assert block is not None and (block["pod"], block["namespace"]) == ("j-0-abcde", "ml")
+
+
 def test_a_downward_api_labels_file_names_the_kubernetes_job(tmp_path: Path) -> None:
     labels = tmp_path / "labels"
     labels.write_text('app="trainer"\nbatch.kubernetes.io/job-name="train-7"\n')

@@ -69,8 +69,16 @@ def _listed(row: dict[str, Any]) -> dict[str, Any]:
     help="Compare with Slurm's own energy accounting (sacct ConsumedEnergyRaw); "
     "default: for Slurm jobs when sacct is on PATH.",
 )
+@click.option(
+    "--kepler",
+    "kepler_url",
+    metavar="URL",
+    help="Prometheus holding Kepler's metrics: each pod's CPU and DRAM energy beside greenml's.",
+)
 @json_option("Print the job as JSON on stdout.")
-def show(db_url: str | None, job_id: str, sacct: bool | None, as_json: bool) -> None:
+def show(
+    db_url: str | None, job_id: str, sacct: bool | None, kepler_url: str | None, as_json: bool
+) -> None:
     """One job: energy per node and device, carbon, cost, span, nodes missing."""
     from greenml.cli.runs import open_ingested
     from greenml.jobs.summary import summarize_job
@@ -83,6 +91,10 @@ def show(db_url: str | None, job_id: str, sacct: bool | None, as_json: bool) -> 
         from greenml.jobs.sacct import compare_sacct
 
         summary.second_sources.append(compare_sacct(summary, required=bool(sacct)))
+    if kepler_url:
+        from greenml.jobs.kepler import compare_kepler
+
+        summary.second_sources.append(compare_kepler(summary, kepler_url))
     data = summary.to_dict()
     if as_json:
         print(json_text(data, ensure_ascii=False, indent=2))

@@ -49,6 +49,8 @@ class NodeRun:
     carbon_location: str | None
     carbon_source: str | None
     cost_usd: float | None
+    pod: str | None = None
+    namespace: str | None = None
     counted: bool = True
 
     def to_dict(self) -> dict[str, Any]:
@@ -113,6 +115,7 @@ def node_run(record: RunRecord) -> NodeRun:
         carbon_location=carbon.location if carbon is not None else None,
         carbon_source=carbon.source if carbon is not None else None,
         cost_usd=cost.usd if cost is not None else None,
+        pod=job.pod if job else None, namespace=job.namespace if job else None,
     )  # fmt: skip
 
 

@@ -14,7 +14,8 @@ order (the first that answers wins, and the block says which in ``source``):
    downward-API labels file (``GREENML_PODINFO_LABELS``, default
    ``/etc/podinfo/labels``) (``kubernetes``).
 
-Node name, node rank, ranks and expected sizes are read the same way, each
+Node name, node rank, ranks and expected sizes are read the same way (and, in
+a pod, its name and namespace: ``POD_NAME``, ``POD_NAMESPACE``), each
 with where it came from (``node_source``, ``sizes_source``); an explicit
 option always wins. Nothing here guesses: a value no source gives stays null.
 """
@@ -38,6 +39,7 @@ K8S_JOB_ENV = "GREENML_K8S_JOB_NAME"
 PODINFO_ENV = "GREENML_PODINFO_LABELS"
 PODINFO_DEFAULT = "/etc/podinfo/labels"
 K8S_JOB_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+SA_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+/-]{0,199}$")
 
 
@@ -88,6 +90,7 @@ def job_identity(
     block["job_name"] = request.job_name or _job_name(env, source) or run_name
     block.update(_node(env, include_hostname))
     block.update(_ranks(env, request))
+    block.update(_pod(env))
     return block
 
 
@@ -147,6 +150,24 @@ def _node(env: Mapping[str, str], include_hostname: bool) -> dict[str, Any]:
     if include_hostname:
         return {"node": socket.gethostname(), "node_source": "hostname"}
     return {"node": None, "node_source": None}
+
+
+def _pod(env: Mapping[str, str]) -> dict[str, str]:
+    """The Kubernetes pod and namespace (downward API ``POD_NAME``, ``POD_NAMESPACE``)."""
+    out = {}
+    in_pod = bool(env.get("KUBERNETES_SERVICE_HOST"))
+    pod = env.get("POD_NAME") or (env.get("HOSTNAME") if in_pod else None)
+    namespace = env.get("POD_NAMESPACE")
+    if namespace is None and in_pod:
+        try:
+            namespace = Path(SA_NAMESPACE).read_text(encoding="utf-8").strip() or None
+        except OSError:
+            namespace = None
+    if pod:
+        out["pod"] = pod
+    if namespace:
+        out["namespace"] = namespace
+    return out
 
 
 def _int(env: Mapping[str, str], var: str) -> int | None:

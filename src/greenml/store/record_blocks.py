@@ -210,7 +210,8 @@ class JobBlock(Block):
     Written by ``greenml run`` (see :mod:`greenml.run.job_identity`); ``source``
     says where the job id came from, ``node_source`` the node name,
     ``node_rank_source`` and ``expected_nodes_source`` the variable (or
-    ``option``) that gave them. Null: no source gave the value.
+    ``option``) that gave them; ``pod`` and ``namespace``: the Kubernetes pod
+    it ran in. Null (or absent): no source gave the value.
     """
 
     job_id: str = field(default="", metadata=meta(required=True, minLength=1))
@@ -226,6 +227,8 @@ class JobBlock(Block):
     world_size: int | None = field(default=None, metadata=meta(minimum=0))
     expected_nodes: int | None = field(default=None, metadata=meta(minimum=1))
     expected_nodes_source: str | None = None
+    pod: str | None = None
+    namespace: str | None = None
 
 
 EXTRA_BLOCKS: dict[str, Any] = {
