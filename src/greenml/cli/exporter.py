@@ -39,7 +39,7 @@ def make_pod_energy() -> Any:
     "--port", type=click.IntRange(1, 65535), default=9464, show_default=True, help="Port (1-65535)."
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--job", default="", help="Value of the greenml_job label.")
+@click.option("--job", default="", metavar="ID", help="Value of the greenml_job label.")
 @sample_hz_option(1.0)
 @interval_renamed
 @location_options

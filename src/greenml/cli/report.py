@@ -37,10 +37,9 @@ Examples:
 )
 @click.option(
     "--job",
-    "job_ids",
-    multiple=True,
+    "job_id",
     metavar="ID",
-    help="Every node run of a distributed job (repeatable; see greenml jobs show).",
+    help="Every node run of a distributed job (see greenml jobs show).",
 )
 @click.option(
     "--kind",
@@ -100,7 +99,7 @@ def report(
     db_url: str | None,
     run_ids: tuple[str, ...],
     tags: tuple[str, ...],
-    job_ids: tuple[str, ...],
+    job_id: str | None,
     kind: str,
     fmt: str,
     output: Path | None,
@@ -153,7 +152,8 @@ def report(
         extra.setdefault(key.strip().replace("-", "_"), []).append(value)
     tag = parse_tags(tags) or None
     with open_ingested(db_url) as store:
-        runs = load_runs(store, (*run_ids, *_job_runs(store, job_ids)), tag)
+        job_runs = _job_runs(store, job_id) if job_id is not None else []
+        runs = load_runs(store, (*run_ids, *job_runs), tag)
         document = build_report(kind, runs, extra, **options)
     text = _render(document, fmt)
     if output is None:
@@ -165,18 +165,15 @@ def report(
         raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
 
 
-def _job_runs(store: Any, job_ids: tuple[str, ...]) -> list[str]:
+def _job_runs(store: Any, job_id: str) -> list[str]:
     """The run ids a job counts (a node claimed twice is left out, as ``jobs show`` says)."""
     from greenml.jobs.summary import summarize_job
     from greenml.store.jobs import job_runs
 
-    ids: list[str] = []
-    for job_id in job_ids:
-        summary = summarize_job(job_id, job_runs(store, job_id))
-        for problem in summary.problems:
-            print(f"greenml: job {job_id}: {problem}", file=sys.stderr)
-        ids += [n.run_id for n in summary.nodes if n.counted]
-    return ids
+    summary = summarize_job(job_id, job_runs(store, job_id))
+    for problem in summary.problems:
+        print(f"greenml: job {job_id}: {problem}", file=sys.stderr)
+    return [n.run_id for n in summary.nodes if n.counted]
 
 
 def _render(document: Report, fmt: str) -> str:
