@@ -2,7 +2,8 @@
 
 Each module imports its framework, so import the one you use:
 ``greenml.integrations.lightning`` (PyTorch Lightning), ``greenml.integrations.hf``
-(Hugging Face transformers) or ``greenml.integrations.ray`` (Ray: energy per task). Importing greenml itself never needs either.
+(Hugging Face transformers) or ``greenml.integrations.ray`` (Ray: energy per task).
+Importing greenml itself needs none of them.
 """
 
 from __future__ import annotations
