@@ -133,3 +133,21 @@ def test_a_report_takes_a_job(db_url: str, capsys: pytest.CaptureFixture[str]) -
     assert "rank 2 is claimed by 2 runs" in captured.err
     assert "(2 runs," in statement, statement
     assert "used 2.0 kWh" in statement, statement  # nodes 0 and 1
+
+
+def test_a_record_with_a_job_block_fits_the_schema_and_reads_back_exactly(store: Store) -> None:
+    import jsonschema
+
+    from greenml.ledger.canonical import canonical_json
+    from greenml.store.record_schema import shipped_schema_text
+    from greenml.store.run_record import RunRecord
+
+    run_id = node_run(store, _job(1, step_id="3", pod="p-1", namespace="ml"), gpu_j=[5.0])
+    record = store.get_record(run_id)
+    jsonschema.Draft202012Validator(json.loads(shipped_schema_text())).validate(record)
+    typed = RunRecord.from_dict(record, strict=True)
+    assert typed.job is not None and typed.job.node_rank == 1 and typed.job.pod == "p-1"
+    assert canonical_json(RunRecord.from_dict(record).to_dict()) == canonical_json(record)
+    bad = {**record, "job": {**record["job"], "node_rank": -1}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(json.loads(shipped_schema_text())).validate(bad)
