@@ -118,6 +118,8 @@ def test_jobs_show_json_has_the_documented_keys(
     assert main(["jobs", "list", "--db", db_url, "--json"]) == 0
     listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(j["job_id"], j["seen_nodes"], j["missing_count"]) for j in listed] == [("j-1", 2, 1)]
+    assert main(["runs", "show", data["nodes"][1]["run_id"], "--db", db_url]) == 0
+    assert "j-1 (option) · node node-1 · node rank 1 of 3" in capsys.readouterr().out
 
 
 def test_a_report_takes_a_job(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
