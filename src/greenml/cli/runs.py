@@ -5,13 +5,16 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from greenml.cli import render
 from greenml.cli.options import db_option, json_option, output_option
 from greenml.store.export import json_text
+
+if TYPE_CHECKING:
+    from greenml.store.record_blocks import JobBlock
 
 
 @click.group()
@@ -94,7 +97,7 @@ def show(db_url: str | None, run_id: str) -> None:
         console.print(line, highlight=False, markup=False)
 
 
-def _job_line(job: Any) -> str:
+def _job_line(job: JobBlock) -> str:
     """``4242 (slurm) · node gpu-0 · node rank 1 of 4`` for ``runs show``."""
     parts = [f"{job.job_id} ({job.source})"]
     if job.step_id is not None:
