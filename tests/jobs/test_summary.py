@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
+from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from greenml.cli import main
 from greenml.errors import JobNotFound
@@ -153,3 +157,33 @@ def test_a_record_with_a_job_block_fits_the_schema_and_reads_back_exactly(store:
     bad = {**record, "job": {**record["job"], "node_rank": -1}}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(json.loads(shipped_schema_text())).validate(bad)
+
+
+@pytest.fixture(scope="module")
+def ids_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    from greenml.store import open_store
+
+    with open_store(f"sqlite:///{tmp_path_factory.mktemp('ids') / 'ids.db'}") as store:
+        yield store
+
+
+_IDS = st.text(alphabet='ab%_\\"/.:é', min_size=1, max_size=6)
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(stored=st.lists(_IDS, min_size=1, max_size=4, unique=True), asked=_IDS)
+def test_a_job_id_matches_itself_only(ids_store: Store, stored: list[str], asked: str) -> None:
+    """Wildcards and quotes in ids (LIKE, JSON escaping) never match another job."""
+    store = ids_store
+    token = f"t{uuid.uuid4().hex[:8]}-"  # one store for every example: ids made unique per example
+    for job_id in stored:
+        node_run(store, _job(0, job_id=token + job_id), gpu_j=[1.0])
+    if asked in stored:
+        (found,) = job_runs(store, token + asked)
+        assert found.job is not None and found.job.job_id == token + asked
+    else:
+        with pytest.raises(JobNotFound):
+            job_runs(store, token + asked)
+    mine = [j for j in all_jobs(store) if j.startswith(token)]
+    assert sorted(mine) == sorted(token + j for j in stored)
