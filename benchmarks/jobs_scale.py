@@ -2,7 +2,7 @@
 
 Simulates ``--nodes`` nodes × ``--gpus`` GPUs sampled at ``--hz`` for ``--seconds`` of
 job time, written as ``greenml run``'s recorder writes them (one ``add_samples`` per node
-every 2 s of job time), by ``--writers`` concurrent connections; then times
+every 2 s of job time), by ``--writers`` threads with a store connection each; then times
 ``greenml jobs show`` on the job (median of 3, in-process and as a command).
 
 Targets (issue 16): ingest faster than real time (ratio > 1), ``jobs show`` ≤ 1 s.
@@ -20,6 +20,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -94,7 +95,7 @@ def main() -> int:
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--hz", type=float, default=10.0)
     parser.add_argument("--seconds", type=float, default=120.0)
-    parser.add_argument("--writers", type=int, default=16, help="concurrent node writers")
+    parser.add_argument("--writers", type=int, default=8, help="concurrent node writers")
     args = parser.parse_args()
     url, schema = _fresh_schema(args.db)
     try:
@@ -102,9 +103,22 @@ def main() -> int:
             samples = int(args.nodes * args.gpus * args.hz * (args.seconds // FLUSH_S) * FLUSH_S)
             print(f"ingest: {args.nodes} nodes × {args.gpus} GPUs × {args.seconds:g} s at "
                   f"{args.hz:g} Hz = {samples:,} samples, {args.writers} writers")  # fmt: skip
+            local = threading.local()
+            opened: list[Store] = []
+
+            def write_node(rank: int) -> str:
+                if not hasattr(local, "store"):  # one connection per writer, as one per node
+                    local.store = Store(url)
+                    opened.append(local.store)
+                return _node(local.store, rank, args)
+
             t = time.perf_counter()
-            with ThreadPoolExecutor(args.writers) as pool:
-                list(pool.map(lambda r: _node(store, r, args), range(args.nodes)))
+            try:
+                with ThreadPoolExecutor(args.writers) as pool:
+                    list(pool.map(write_node, range(args.nodes)))
+            finally:
+                for s in opened:
+                    s.close()
             ingest_s = time.perf_counter() - t
             print(f"  {ingest_s:.1f} s wall for {args.seconds:g} s of job time: "
                   f"{args.seconds / ingest_s:.1f}× real time "
