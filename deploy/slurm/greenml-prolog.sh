@@ -6,7 +6,7 @@
 # Settings, from the environment of slurmd or /etc/default/greenml (sourced if present):
 #   GREENML_DB           the shared store (postgresql://... ) every node writes to
 #   GREENML_BIN          the greenml command (default: greenml)
-#   GREENML_RUN_OPTIONS  more `greenml run` options (e.g. --zone FR --pue 1.2)
+#   GREENML_RUN_OPTIONS  more `greenml run` options (e.g. --country FR --pue 1.2)
 #   GREENML_STATE_DIR    where the per-job state lives (default: /run/greenml)
 #
 # The node's run belongs to job $SLURM_JOB_ID with its rank in the job's node list, so

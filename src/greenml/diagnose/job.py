@@ -27,6 +27,7 @@ from greenml.jobs.summary import JobSummary, NodeRun, summarize_job
 from greenml.store.jobs import job_runs, jobs_named
 from greenml.store.repository import Store
 
+GAUGES = {"gpu_power_w": "GPU power per GPU (W)", "gpu_utilization": "GPU utilization"}
 OUT_OF_LINE = 0.25
 """A node whose mean GPU power or utilization differs from its peers' median by more."""
 
@@ -144,7 +145,7 @@ def _outliers(
     for node in nodes:
         per_node[node.run_id] = _gauges(store, node)
     out: list[dict[str, Any]] = []
-    for gauge in ("gpu_power_w", "gpu_utilization"):
+    for gauge, label in GAUGES.items():
         values = {rid: g[gauge] for rid, g in per_node.items() if gauge in g}
         if len(values) < 3:
             continue
@@ -159,8 +160,8 @@ def _outliers(
                     "node": node.node, "node_rank": node.node_rank, "run_id": node.run_id,
                     "gauge": gauge, "value": value, "peers_median": mid,
                     "difference_rel": (value - mid) / mid,
-                    "text": f"node {node.node}: mean {gauge.replace('_', ' ')} {value:.3g} vs "
-                            f"{mid:.3g} on its peers ({(value - mid) / mid:+.0%})",
+                    "text": f"node {node.node}: mean {label} {value:.3g} vs {mid:.3g} "
+                            f"on its peers ({(value - mid) / mid:+.0%})",
                 })  # fmt: skip
     if len(per_node) < 3:
         notes.append("no outlying-node check: fewer than 3 nodes with GPU samples")
