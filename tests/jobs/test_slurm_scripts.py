@@ -41,8 +41,9 @@ def _script(name: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 def test_prolog_and_epilog_measure_each_node_of_the_job(
-    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    db_url = f"sqlite:///{tmp_path / 'slurm.db'}"  # the scripts do not care which store
     nodes = ("gpu-a", "gpu-c")  # gpu-b never ran greenml: it must show as missing
     for node in nodes:
         done = _script("prolog", _env(tmp_path, node, db_url))
