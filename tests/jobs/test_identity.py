@@ -108,3 +108,21 @@ def test_any_environment_gives_a_block_or_a_config_error(env: dict[str, str]) ->
         assert check_job_id(block["job_id"]) == block["job_id"]
         rank, nodes = block["node_rank"], block["expected_nodes"]
         assert rank is None or nodes is None or 0 <= rank < nodes
+
+
+def test_greenml_run_refuses_a_bad_identity_before_the_command_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from greenml.cli import main
+
+    marker = tmp_path / "ran"
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    monkeypatch.setenv("SLURM_NODEID", "5")
+    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "4")
+    code = main(["run", "-q", "--gpus", "none", "--db", f"sqlite:///{tmp_path / 'g.db'}",
+                 "--", "touch", str(marker)])  # fmt: skip
+    assert code == 2 and not marker.exists()
+    assert capsys.readouterr().err.strip() == (
+        "greenml: error: node rank 5 (SLURM_NODEID) is not below the job's 4 node(s) "
+        "(SLURM_JOB_NUM_NODES)"
+    )
