@@ -10,6 +10,7 @@ Every error class of the package is defined here::
     ├── WindowError                  a measurement window was misused
     ├── StoreError                   the run store cannot be opened, read or written
     │   ├── RunNotFound              no stored run matches an id or prefix
+    │   ├── JobNotFound              no stored run belongs to a job id
     │   └── RecordTypeError          a record value has the wrong type (strict reading)
     ├── LedgerError                  the ledger cannot be read, written or exported
     ├── IntensityApiError            a carbon-intensity API failed or answered nonsense
@@ -22,7 +23,9 @@ Every error class of the package is defined here::
     ├── CompressError                a compression technique broke the model: variant failed
     │   └── NotApplicable            the technique does not apply: variant skipped
     ├── BatcherClosed                a request met a closed dynamic batcher
-    └── CacheUnavailable             a cache's store is unreachable (the cache fails open)
+    ├── CacheUnavailable             a cache's store is unreachable (the cache fails open)
+    ├── PushError                    a run's figures could not be pushed (Pushgateway, OTLP)
+    └── MetricsSourceError           a second source (Prometheus for Kepler) could not be read
 
 Code that catches one of these names the narrowest class that fits; the CLI
 catches :class:`GreenmlError`. Nothing greenml raises on purpose is a bare
@@ -133,3 +136,15 @@ class RecordTypeError(StoreError):
 
 class CacheUnavailable(GreenmlError):
     """The cache store is unreachable (now, or still backing off after a failure)."""
+
+
+class JobNotFound(StoreError):
+    """No stored run belongs to the given job id."""
+
+
+class PushError(GreenmlError):
+    """A finished run's figures could not be pushed (Pushgateway, OTLP); the run is stored."""
+
+
+class MetricsSourceError(GreenmlError):
+    """A second source of figures (Prometheus, for Kepler's) could not be read."""

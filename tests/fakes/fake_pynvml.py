@@ -127,6 +127,8 @@ class FakeGpuSpec:
     wait_power_w: float | None = None
     # step time multiplier of a curve-driven GPU: a straggler (throttling, a slow host)
     slowdown: float = 1.0
+    # (pid, used GPU memory bytes) of the compute processes on the GPU; tests change it
+    processes: list[tuple[int, int]] = field(default_factory=list)
 
     def curve_at(self, limit_w: float) -> tuple[float, float]:
         """(power W, step time s) of ``limit_curve`` at ``limit_w``, linear between rows."""
@@ -390,6 +392,14 @@ class FakeNvml:
     def nvmlDeviceGetPowerManagementLimitConstraints(self, h: _Handle) -> list[int]:
         low, high = self._gpu(h, "nvmlDeviceGetPowerManagementLimitConstraints").power_limit_range_w
         return [round(low * 1000), round(high * 1000)]
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h: _Handle) -> list[SimpleNamespace]:
+        gpu = self._gpu(h, "nvmlDeviceGetComputeRunningProcesses")
+        none = 0xFFFFFFFF  # no MIG instance
+        return [
+            SimpleNamespace(pid=pid, usedGpuMemory=mem, gpuInstanceId=none, computeInstanceId=none)
+            for pid, mem in gpu.processes
+        ]
 
     def nvmlDeviceGetMigMode(self, h: _Handle) -> list[int]:
         mode = self._gpu(h, "nvmlDeviceGetMigMode").mig_mode

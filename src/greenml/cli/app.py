@@ -24,6 +24,7 @@ from greenml import __version__
 COMMANDS = {
     "run": "greenml.cli.run:run",
     "runs": "greenml.cli.runs:runs",
+    "jobs": "greenml.cli.jobs:jobs",
     "estimate": "greenml.cli.estimate:estimate",
     "ledger": "greenml.cli.ledger:ledger",
     "check": "greenml.cli.check:check",

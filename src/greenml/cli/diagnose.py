@@ -1,4 +1,5 @@
-"""``greenml diagnose RUN_ID``: waste, rightsizing and practice findings for a run."""
+"""``greenml diagnose RUN_ID``: waste, rightsizing and practice findings for a run;
+``greenml diagnose --job ID``: stragglers across nodes, scaling and outlying nodes of a job."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from greenml.store.export import json_text
 
 @click.command()
 @db_option
-@click.argument("run_id")
+@click.argument("run_id", required=False)
+@click.option("--job", "job_id", metavar="ID", help="Diagnose a job of many nodes, not a run.")
 @click.option("--idle-below", default="15%", show_default=True, help="Idle under this activity.")
 @click.option(
     "--underused-below", default="50%", show_default=True, help="Under-used under this activity."
@@ -30,23 +32,31 @@ from greenml.store.export import json_text
 @json_option("Print the diagnosis as JSON on stdout.")
 def diagnose(
     db_url: str | None,
-    run_id: str,
+    run_id: str | None,
+    job_id: str | None,
     idle_below: str,
     underused_below: str,
     runs_per_year: float | None,
     candidates: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Find the energy a run wastes, and what fixing it is worth."""
+    """Find the energy a run (or a job of many nodes) wastes, and what fixing it is worth."""
     from greenml.cli.runs import open_ingested
     from greenml.diagnose.run import diagnose_run
+    from greenml.errors import ConfigError
+
+    if (run_id is None) == (job_id is None):
+        raise ConfigError("give a RUN_ID or --job ID (one of them)")
+    if job_id is not None:
+        _diagnose_job(db_url, job_id, as_json)
+        return
 
     idle = parse_share(idle_below, "--idle-below")
     under = parse_share(underused_below, "--underused-below")
     with open_ingested(db_url) as store:
         result = diagnose_run(
             store,
-            run_id,
+            str(run_id),
             idle_below=idle,
             underused_below=under,
             runs_per_year=runs_per_year,
@@ -67,6 +77,33 @@ def diagnose(
     else:
         console.print(_table(result))
     for note in result.notes:
+        console.print(f"  note: {note}", highlight=False, markup=False)
+
+
+def _diagnose_job(db_url: str | None, job_id: str, as_json: bool) -> None:
+    from greenml.cli.runs import open_ingested
+    from greenml.diagnose.job import diagnose_job
+
+    with open_ingested(db_url) as store:
+        result = diagnose_job(store, job_id).to_dict()
+    if as_json:
+        print(json_text(result, ensure_ascii=False, indent=2))
+        return
+    console = render.console()
+    energy = result["energy"]
+    console.print(
+        f"job {render.safe(job_id)}: {result['nodes']} node run(s), "
+        f"{render.energy(energy['total_j'])} {render.percent(energy['uncertainty_rel'])}",
+        highlight=False, markup=False,
+    )  # fmt: skip
+    for key in ("stragglers", "scaling"):
+        if result[key] is not None:
+            console.print(f"{key}: {result[key]['text']}", highlight=False, markup=False)
+    for outlier in result["outliers"]:
+        console.print(f"out of line: {outlier['text']}", highlight=False, markup=False)
+    for line in result["problems"]:
+        console.print(f"  problem: {line}", highlight=False, markup=False)
+    for note in result["notes"]:
         console.print(f"  note: {note}", highlight=False, markup=False)
 
 

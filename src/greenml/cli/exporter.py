@@ -18,18 +18,40 @@ def make_meter(interval_s: float) -> Meter:
     return Meter(sample_hz=0, record_samples=True, sync_cuda=False)
 
 
+def make_pod_energy() -> Any:
+    """GPU energy per pod over this machine's NVML (tests replace this with a fake NVML).
+
+    Raises:
+        SensorUnavailable: No NVML here.
+    """
+    import os
+
+    from greenml.exporter.pods import PodGpuEnergy, PodResolver
+    from greenml.measure.sensors.nvml import import_nvml
+
+    resolver = PodResolver(os.environ.get("GREENML_PROC_ROOT", "/proc"),
+                           os.environ.get("GREENML_CONTAINERS_DIR", "/var/log/containers"))
+    return PodGpuEnergy(resolver, import_nvml())
+
+
 @click.command()
 @click.option(
     "--port", type=click.IntRange(1, 65535), default=9464, show_default=True, help="Port (1-65535)."
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--job", default="", help="Value of the greenml_job label.")
+@click.option("--job", default="", metavar="ID", help="Value of the greenml_job label.")
 @sample_hz_option(1.0)
 @interval_renamed
 @location_options
 @price_option
 @click.option(
     "--duration", metavar="DURATION", help="Stop after this long (30s, 5m, 2h; default: Ctrl-C)."
+)
+@click.option(
+    "--per-pod",
+    is_flag=True,
+    help="Also export GPU energy per Kubernetes pod (NVML processes → cgroups → pods; "
+    "GREENML_PROC_ROOT, GREENML_CONTAINERS_DIR).",
 )
 def exporter(
     port: int,
@@ -42,6 +64,7 @@ def exporter(
     ci: float | None,
     price: float | None,
     duration: str | None,
+    per_pod: bool,
 ) -> int:
     """Serve a Prometheus scrape endpoint (/metrics) until Ctrl-C or SIGTERM."""
     from greenml.accounting.location import resolve_intensity_source
@@ -51,11 +74,13 @@ def exporter(
     duration_s = parse_duration_s(duration, "--duration") if duration is not None else None
     interval_s = 1.0 / sample_hz
     source, how = resolve_intensity_source(zone=zone, region=region, country=country, ci=ci)
+    pods = make_pod_energy() if per_pod else None
     meter = make_meter(interval_s)
     try:
         with Exporter(
-            meter, intensity=source, price_usd_per_kwh=price, job=job, interval_s=interval_s
-        ) as exp:
+            meter, intensity=source, price_usd_per_kwh=price, job=job, interval_s=interval_s,
+            pods=pods,
+        ) as exp:  # fmt: skip
             bound = exp.serve(host, port)
             print(f"greenml exporter: http://{host}:{bound}/metrics", file=sys.stderr)
             if source is None:

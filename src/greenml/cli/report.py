@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,7 @@ Examples:
   greenml report --tag search=lr --format html -o search.html
   greenml report --tag model=llm-7b --kind euaiact --model llm-7b --provider-name ACME
   greenml report 5b1463e4 --kind sci --per "1000 inferences" --units 250000
+  greenml report --job 4242                     every node run of a distributed job
 """
 
 
@@ -33,6 +34,12 @@ Examples:
     multiple=True,
     metavar="KEY=VALUE",
     help="All runs with this tag (e.g. every trial of a search).",
+)
+@click.option(
+    "--job",
+    "job_id",
+    metavar="ID",
+    help="Every node run of a distributed job (see greenml jobs show).",
 )
 @click.option(
     "--kind",
@@ -92,6 +99,7 @@ def report(
     db_url: str | None,
     run_ids: tuple[str, ...],
     tags: tuple[str, ...],
+    job_id: str | None,
     kind: str,
     fmt: str,
     output: Path | None,
@@ -144,7 +152,8 @@ def report(
         extra.setdefault(key.strip().replace("-", "_"), []).append(value)
     tag = parse_tags(tags) or None
     with open_ingested(db_url) as store:
-        runs = load_runs(store, run_ids, tag)
+        job_runs = _job_runs(store, job_id) if job_id is not None else []
+        runs = load_runs(store, (*run_ids, *job_runs), tag)
         document = build_report(kind, runs, extra, **options)
     text = _render(document, fmt)
     if output is None:
@@ -154,6 +163,17 @@ def report(
         output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+def _job_runs(store: Any, job_id: str) -> list[str]:
+    """The run ids a job counts (a node claimed twice is left out, as ``jobs show`` says)."""
+    from greenml.jobs.summary import summarize_job
+    from greenml.store.jobs import job_runs
+
+    summary = summarize_job(job_id, job_runs(store, job_id))
+    for problem in summary.problems:
+        print(f"greenml: job {job_id}: {problem}", file=sys.stderr)
+    return [n.run_id for n in summary.nodes if n.counted]
 
 
 def _render(document: Report, fmt: str) -> str:

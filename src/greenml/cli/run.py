@@ -138,6 +138,32 @@ if TYPE_CHECKING:
     is_flag=True,
     help="If greenml is killed, send COMMAND SIGTERM (Linux); by default it runs on, unmeasured.",
 )
+@click.option(
+    "--job",
+    "job_id",
+    metavar="ID",
+    help="The distributed job this run is one node of (default: found in SLURM_JOB_ID, "
+    "TORCHELASTIC_RUN_ID, Ray or a Kubernetes Job; --no-job: none).",
+)
+@click.option(
+    "--node-rank", type=click.IntRange(min=0), metavar="N", help="--job: this node's rank."
+)
+@click.option(
+    "--job-nodes", type=click.IntRange(min=1), metavar="N", help="--job: the job's node count."
+)
+@click.option("--no-job", is_flag=True, help="Do not look for a job in the environment.")
+@click.option(
+    "--push-gateway",
+    metavar="URL",
+    envvar="GREENML_PUSHGATEWAY",
+    help="At the end, push the run's figures to this Prometheus Pushgateway.",
+)
+@click.option(
+    "--otlp-endpoint",
+    metavar="URL",
+    envvar="GREENML_OTLP_ENDPOINT",
+    help="At the end, export the run's figures as OTLP metrics (HTTP, …/v1/metrics).",
+)
 @accounting_options
 @when_options
 @click.argument(
@@ -155,6 +181,12 @@ def run(
     no_hostname: bool,
     quiet: bool,
     kill_on_exit: bool,
+    job_id: str | None,
+    node_rank: int | None,
+    job_nodes: int | None,
+    no_job: bool,
+    push_gateway: str | None,
+    otlp_endpoint: str | None,
     command: tuple[str, ...],
     when: str,
     deadline: str | None,
@@ -167,6 +199,7 @@ def run(
 ) -> None:
     """Run COMMAND, measure its energy, save the run, and exit with COMMAND's exit code."""
     from greenml.accounting.run_accounting import AccountingOptions
+    from greenml.run.job_identity import JobRequest
     from greenml.run.process import exit_like
     from greenml.run.runner import RunOptions, parse_tags, run_measured
 
@@ -184,6 +217,9 @@ def run(
         json_out=json_out,
         accounting=AccountingOptions(**accounting),
         kill_on_exit=kill_on_exit,
+        job=JobRequest(
+            job_id=job_id, node_rank=node_rank, expected_nodes=job_nodes, detect=not no_job
+        ),
     )
     green = None
     planned = (deadline, duration, earliest_start, min_chunk, max_pieces)
@@ -216,6 +252,8 @@ def run(
             green.summarize()
     if result.store_error:
         _say_where_the_run_is(options, result)
+    if push_gateway or otlp_endpoint:
+        _push(options, result, push_gateway, otlp_endpoint)
     if json_out is not None:
         record = result.record.to_dict() if result.record else _unsaved_record(options, result)
         try:
@@ -224,6 +262,19 @@ def run(
             print(f"greenml: error: --json-out {json_out} not written: {exc.strerror or exc}",
                   file=sys.stderr)  # fmt: skip
     exit_like(result.exit_code)
+
+
+def _push(
+    options: RunOptions, result: RunResult, gateway: str | None, otlp: str | None
+) -> None:
+    """The opt-in push sinks; a failure is a warning: the command's exit code stands."""
+    if result.run_id == "-":
+        return  # not measured: nothing to push (already said)
+    from greenml.exporter.push import push_all
+
+    record = result.record.to_dict() if result.record else _unsaved_record(options, result)
+    for warning in push_all(record, [gateway] if gateway else [], [otlp] if otlp else []):
+        print(f"greenml: warning: {warning}", file=sys.stderr)
 
 
 def _say_where_the_run_is(options: RunOptions, result: RunResult) -> None:
@@ -317,6 +368,7 @@ def _unsaved_record(options: RunOptions, result: RunResult) -> dict[str, Any]:
         "environment": {},
         "tags": options.tags,
         **result.accounting,
+        **({"job": result.job} if result.job is not None else {}),
         **(options.extra() if options.extra is not None else {}),
         "saved": False,
         "store_error": result.store_error,

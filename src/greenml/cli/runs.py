@@ -5,13 +5,16 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from greenml.cli import render
 from greenml.cli.options import db_option, json_option, output_option
 from greenml.store.export import json_text
+
+if TYPE_CHECKING:
+    from greenml.store.record_blocks import JobBlock
 
 
 @click.group()
@@ -78,6 +81,8 @@ def show(db_url: str | None, run_id: str) -> None:
         ("status", typed.status + exited),
         ("tags", render.safe(", ".join(f"{k}={v}" for k, v in typed.tags.items()))),
     ]
+    if typed.job is not None:
+        lines.append(("job", render.safe(_job_line(typed.job))))
     for label, value in lines:
         console.print(f"[bold]{label:>9}[/bold]  {value}", highlight=False, markup=True)
     record = typed.to_dict()  # the blocks as renderers take them (kept even if malformed)
@@ -90,6 +95,19 @@ def show(db_url: str | None, run_id: str) -> None:
         console.print(f"[bold]{'env':>9}[/bold]  {_environment_line(env)}", highlight=False)
     for line in _detail_lines(record):
         console.print(line, highlight=False, markup=False)
+
+
+def _job_line(job: JobBlock) -> str:
+    """``4242 (slurm) · node gpu-0 · node rank 1 of 4`` for ``runs show``."""
+    parts = [f"{job.job_id} ({job.source})"]
+    if job.step_id is not None:
+        parts.append(f"step {job.step_id}")
+    if job.node:
+        parts.append(f"node {job.node}")
+    if job.node_rank is not None:
+        of = f" of {job.expected_nodes}" if job.expected_nodes is not None else ""
+        parts.append(f"node rank {job.node_rank}{of}")
+    return " · ".join(parts) + "  (greenml jobs show " + job.job_id + ")"
 
 
 def _listed_energy(kwh: float | None, *, partial: bool) -> str:

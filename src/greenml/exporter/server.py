@@ -13,6 +13,7 @@ from typing import Any
 from greenml.accounting.intensity import IntensitySource
 from greenml.errors import ConfigError
 from greenml.exporter.collector import GreenmlCollector
+from greenml.exporter.pods import PodCollector, PodGpuEnergy
 from greenml.exporter.state import LiveState
 from greenml.measure.meter import Meter
 
@@ -32,6 +33,8 @@ class Exporter:
         render_max_age_s: A rendering of ``/metrics`` is reused by the scrapes
             within this long after it, until the next tick (0: every scrape renders,
             though concurrent ones still share one).
+        pods: GPU energy per Kubernetes pod (:mod:`greenml.exporter.pods`), updated
+            each tick and exported with pod, namespace and container labels.
     """
 
     def __init__(
@@ -45,6 +48,7 @@ class Exporter:
         interval_s: float = 1.0,
         sample: bool = True,
         render_max_age_s: float = 0.1,
+        pods: PodGpuEnergy | None = None,
     ) -> None:
         from prometheus_client import CollectorRegistry
 
@@ -61,6 +65,10 @@ class Exporter:
         self.collector = GreenmlCollector(self.state, host or socket.gethostname(), job)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)  # type: ignore[arg-type]
+        self.pods = pods
+        if pods is not None:
+            collector = PodCollector(pods, host or socket.gethostname(), job)
+            self.registry.register(collector)  # type: ignore[arg-type]
         self.renders = SharedRender(render_max_age_s)
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -69,7 +77,9 @@ class Exporter:
         """One tick of the loop: read the sensors (if asked) and refresh the state."""
         if self._sample:
             self.meter.sample_now()
-        self.state.update()
+        snapshot = self.state.update()
+        if self.pods is not None:
+            self.pods.update({d.key: d.energy_j for d in snapshot.devices if d.component == "gpu"})
         self.renders.invalidate()
 
     def run(self, stop: threading.Event) -> None:

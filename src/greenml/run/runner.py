@@ -30,6 +30,7 @@ from greenml.measure.measurement import Measurement
 from greenml.measure.meter import Meter
 from greenml.measure.sensors.base import Sensor
 from greenml.measure.sensors.discover import discover_cpu_sensors, discover_sensors
+from greenml.run.job_identity import JobRequest, job_identity
 from greenml.run.preflight import check_run_inputs, storable_arg
 from greenml.run.process import Child, run_status
 from greenml.run.projection import ProgressTracker, Projection
@@ -60,6 +61,7 @@ class RunOptions:
     accounting: AccountingOptions | None = None  # location, PUE, prices, instance
     extra: Callable[[], dict[str, Any]] | None = None  # more record blocks, asked for at the end
     kill_on_exit: bool = False  # the command gets SIGTERM if greenml dies (Linux)
+    job: JobRequest = field(default_factory=JobRequest)  # --job, or found in the environment
 
 
 @dataclass
@@ -75,6 +77,7 @@ class RunResult:
     spooled: Path | None
     forwarded_signals: list[int]
     accounting: dict[str, Any] = field(default_factory=dict)  # the carbon and cost blocks
+    job: dict[str, Any] | None = None  # the job block: the job this run is a node of
 
 
 def parse_tags(pairs: Sequence[str]) -> dict[str, str]:
@@ -105,6 +108,8 @@ def run_measured(
         raise ConfigError(f"--sample-hz must be in (0, 100], got {options.sample_hz}")
     check_run_inputs(name=options.name, tags=options.tags, db_url=options.db_url,
                      json_out=options.json_out)  # fmt: skip
+    job = job_identity(options.job, include_hostname=options.include_hostname,
+                       run_name=options.name)  # fmt: skip
     accounting = prepare_accounting(options.accounting)
     started_at = time.time()
     events_path = _events_file()
@@ -124,7 +129,7 @@ def run_measured(
         raise
     try:
         return _measure(child, options, accounting, tracker, started_at, events_path,
-                        gpu_sensors, notes, on_tick, on_progress)  # fmt: skip
+                        gpu_sensors, notes, on_tick, on_progress, job)  # fmt: skip
     except Exception as exc:  # the command runs: greenml must not end in a traceback
         return _unmeasured(child, started_at, events_path, exc)
 
@@ -133,6 +138,7 @@ def _measure(
     child: Child, options: RunOptions, accounting: Any, tracker: ProgressTracker,
     started_at: float, events_path: str, gpu_sensors: list[Sensor], notes: list[str],
     on_tick: Callable[[Meter], None] | None, on_progress: Callable[[Projection], None] | None,
+    job: dict[str, Any] | None = None,
 ) -> RunResult:  # fmt: skip
     """Measure the running child until it ends, then account and store the run."""
     try:
@@ -161,7 +167,7 @@ def _measure(
                 hostname=socket.gethostname() if options.include_hostname else None,
                 db_url=options.db_url,
                 include_hostname=options.include_hostname,
-                extra={"kill_on_exit": True} if options.kill_on_exit else {},
+                extra=_start_extra(options, job),
             ),
             meter,
         )
@@ -212,7 +218,16 @@ def _measure(
         spooled=recorder.spooled,
         forwarded_signals=child.forwarded,
         accounting=blocks,
+        job=job,
     )
+
+
+def _start_extra(options: RunOptions, job: dict[str, Any] | None) -> dict[str, Any]:
+    """Record blocks known at the start: ``kill_on_exit``, the ``job`` this run is a node of."""
+    extra: dict[str, Any] = {"kill_on_exit": True} if options.kill_on_exit else {}
+    if job is not None:
+        extra["job"] = job
+    return extra
 
 
 def _unmeasured(child: Child, started_at: float, events_path: str, exc: Exception) -> RunResult:

@@ -1,4 +1,4 @@
-"""The optional blocks of a run record: carbon, cost, progress, schedule, device provenance.
+"""The optional blocks of a run record: carbon, cost, progress, schedule, job, device provenance.
 
 Each block is written by one part of greenml (accounting, the progress
 tracker, ``greenml run --when green``, the recorder); see
@@ -200,11 +200,43 @@ class ScheduleBlock(Block):
     executed: ScheduleExecuted | None = None
 
 
+JobSource = Literal["option", "env", "slurm", "torchelastic", "ray", "kubernetes"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobBlock(Block):
+    """The distributed job the run belongs to, and which node of it (``job``).
+
+    Written by ``greenml run`` (see :mod:`greenml.run.job_identity`); ``source``
+    says where the job id came from, ``node_source`` the node name,
+    ``node_rank_source`` and ``expected_nodes_source`` the variable (or
+    ``option``) that gave them; ``pod`` and ``namespace``: the Kubernetes pod
+    it ran in. Null (or absent): no source gave the value.
+    """
+
+    job_id: str = field(default="", metadata=meta(required=True, minLength=1))
+    source: JobSource = field(default="option", metadata=REQUIRED)
+    step_id: str | None = None
+    job_name: str | None = None
+    node: str | None = None
+    node_source: str | None = None
+    node_rank: int | None = field(default=None, metadata=meta(minimum=0))
+    node_rank_source: str | None = None
+    local_rank: int | None = field(default=None, metadata=meta(minimum=0))
+    global_rank: int | None = field(default=None, metadata=meta(minimum=0))
+    world_size: int | None = field(default=None, metadata=meta(minimum=0))
+    expected_nodes: int | None = field(default=None, metadata=meta(minimum=1))
+    expected_nodes_source: str | None = None
+    pod: str | None = None
+    namespace: str | None = None
+
+
 EXTRA_BLOCKS: dict[str, Any] = {
     "measured_devices": dict[str, DeviceProvenance],
     "carbon": CarbonBlock,
     "cost": CostBlock,
     "progress": ProgressBlock,
     "schedule": ScheduleBlock,
+    "job": JobBlock,
 }
 """The record keys outside the core that greenml itself writes, and their types."""

@@ -304,6 +304,39 @@ class Store:
             )
         return RunRecord.from_dict(record)
 
+    def records_containing(self, fragment: str) -> list[RunRecord]:
+        """The records whose stored extra blocks contain the text ``fragment``, oldest first.
+
+        A coarse filter for the modules that look a block up (:mod:`greenml.store.jobs`):
+        they check the block itself on what comes back. Three queries however many runs
+        match (runs, their windows, the samples of unfinished ones).
+        """
+        query = (
+            select(runs)
+            .where(runs.c.extra.contains(fragment, autoescape=True))
+            .order_by(runs.c.started_at, runs.c.id)
+        )
+        now = _now()
+        with self._read("read runs from") as conn:
+            rows = list(conn.execute(query).mappings())
+            ids = [row["id"] for row in rows]
+            by_run: dict[str, list[Any]] = {run_id: [] for run_id in ids}
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                found = select(windows).where(windows.c.run_id.in_(chunk)).order_by(windows.c.id)
+                for w in conn.execute(found).mappings():
+                    by_run[w["run_id"]].append(w)
+            out = []
+            for row in rows:
+                sample_rows = (
+                    self._sample_rows(conn, row["id"]) if row["energy"] is None else None
+                )
+                record = rec.build_record(
+                    row, by_run[row["id"]], sample_rows, now=now, hostname=self._hostname
+                )
+                out.append(RunRecord.from_dict(record))
+        return out
+
     def list_runs(
         self, limit: int = 20, name: str | None = None, tag: dict[str, str] | None = None
     ) -> list[dict[str, Any]]:

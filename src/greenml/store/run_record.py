@@ -24,6 +24,7 @@ from greenml.store.record_blocks import (
     CarbonBlock,
     CostBlock,
     DeviceProvenance,
+    JobBlock,
     Method,
     ProgressBlock,
     ScheduleBlock,
@@ -177,4 +178,5 @@ class RunRecord(Block):
     cost: CostBlock | None = None
     progress: ProgressBlock | None = None
     schedule: ScheduleBlock | None = None
+    job: JobBlock | None = None
     samples_sha256: str | None = field(default=None, metadata=meta(pattern="^[0-9a-f]{64}$"))

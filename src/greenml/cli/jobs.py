@@ -1,0 +1,149 @@
+"""``greenml jobs list | show``: distributed jobs, each one job from many nodes' runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from greenml.cli import render
+from greenml.cli.options import db_option, json_option
+from greenml.store.export import json_text
+
+
+@click.group()
+def jobs() -> None:
+    """Jobs measured on many nodes: each node's run, added up."""
+
+
+@jobs.command("list")
+@db_option
+@click.option("-n", "--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@json_option("Print JSON lines on stdout instead of a table.")
+def list_jobs(db_url: str | None, limit: int, as_json: bool) -> None:
+    """The newest jobs, one line each (nodes seen of expected, energy, problems)."""
+    from greenml.cli.runs import open_ingested
+    from greenml.jobs.summary import summarize_job
+    from greenml.store.jobs import all_jobs
+
+    with open_ingested(db_url) as store:
+        found = list(all_jobs(store).items())[:limit]
+    rows = [summarize_job(job_id, records).to_dict() for job_id, records in found]
+    if as_json:
+        for row in rows:
+            print(json_text(_listed(row), ensure_ascii=False))
+        return
+    if not rows:
+        print("no jobs stored yet: try `greenml run --job ID -- COMMAND` on each node")
+        return
+    from rich.table import Table
+
+    table = Table(show_edge=False, pad_edge=False)
+    for header in ("job", "name", "started (UTC)", "nodes", "energy", "problems"):
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        expected = row["expected_nodes"]
+        table.add_row(
+            render.safe(row["job_id"]),
+            render.safe(row["job_name"] or ""),
+            (row["span"]["started_at"] or "-")[:19].replace("T", " "),
+            f"{row['seen_nodes']}/{expected if expected is not None else '?'}",
+            _energy_text(row["energy"]),
+            str(len(row["problems"])) if row["problems"] else "",
+        )
+    render.console().print(table)
+
+
+def _listed(row: dict[str, Any]) -> dict[str, Any]:
+    keys = ("job_id", "job_name", "sources", "seen_nodes", "expected_nodes", "missing_count",
+            "energy", "span", "problems")  # fmt: skip
+    return {k: row[k] for k in keys}
+
+
+@jobs.command("show")
+@db_option
+@click.argument("job_id")
+@click.option(
+    "--sacct/--no-sacct",
+    default=None,
+    help="Compare with Slurm's own energy accounting (sacct ConsumedEnergyRaw); "
+    "default: for Slurm jobs when sacct is on PATH.",
+)
+@click.option(
+    "--kepler",
+    "kepler_url",
+    metavar="URL",
+    help="Prometheus holding Kepler's metrics: each pod's CPU and DRAM energy beside greenml's.",
+)
+@json_option("Print the job as JSON on stdout.")
+def show(
+    db_url: str | None, job_id: str, sacct: bool | None, kepler_url: str | None, as_json: bool
+) -> None:
+    """One job: energy per node and device, carbon, cost, span, nodes missing."""
+    from greenml.cli.runs import open_ingested
+    from greenml.jobs.summary import summarize_job
+    from greenml.store.jobs import job_runs
+
+    with open_ingested(db_url) as store:
+        records = job_runs(store, job_id)
+    summary = summarize_job(job_id, records)
+    if sacct or (sacct is None and "slurm" in summary.sources):
+        from greenml.jobs.sacct import compare_sacct
+
+        summary.second_sources.append(compare_sacct(summary, required=bool(sacct)))
+    if kepler_url:
+        from greenml.jobs.kepler import compare_kepler
+
+        summary.second_sources.append(compare_kepler(summary, kepler_url))
+    data = summary.to_dict()
+    if as_json:
+        print(json_text(data, ensure_ascii=False, indent=2))
+        return
+    _print_job(data)
+
+
+def _print_job(data: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    console = render.console()
+    expected = data["expected_nodes"]
+    span = data["span"]
+    wall = f" over {render.duration(span['wall_s'])}" if span.get("wall_s") is not None else ""
+    console.print(
+        f"job {render.safe(data['job_id'])} ({', '.join(data['sources'])}): "
+        f"{data['seen_nodes']} node(s) of {expected if expected is not None else 'unknown'} "
+        f"expected, {_energy_text(data['energy'])}{wall}",
+        highlight=False, markup=False,
+    )  # fmt: skip
+    table = Table(show_edge=False, pad_edge=False)
+    for header in ("rank", "node", "run", "status", "energy", "devices", "carbon", "cost"):
+        table.add_column(header, overflow="fold")
+    for n in data["nodes"]:
+        energy = f"{render.energy(n['energy_j'])} {render.percent(n['uncertainty_rel'])}"
+        devices = ", ".join(f"{k} {render.energy(d['energy_j'])}" for k, d in n["devices"].items())
+        carbon = "-" if n["carbon_kg"] is None else render.co2(n["carbon_kg"])
+        if n["carbon_location"]:
+            carbon += f" ({n['carbon_location']})"
+        table.add_row(
+            "-" if n["node_rank"] is None else str(n["node_rank"]),
+            render.safe(n["node"] or "?"), n["run_id"], n["status"],
+            energy if n["counted"] else f"{energy} (not counted)", devices, carbon,
+            "-" if n["cost_usd"] is None else render.usd(n["cost_usd"]),
+        )  # fmt: skip
+    console.print(table)
+    for key, unit in (("carbon", "kg"), ("cost", "usd")):
+        block = data[key]
+        value = block[unit]
+        shown = "unknown" if value is None else (render.co2(value) if unit == "kg"
+                                                 else render.usd(value))  # fmt: skip
+        status = "" if block["status"] == "ok" else f" ({block['status']}: no figure for " \
+            f"{', '.join(block['nodes_without'])})"  # fmt: skip
+        console.print(f"{key}: {shown}{status}", highlight=False, markup=False)
+    for source in data["second_sources"]:
+        console.print(f"{source['source']}: {source['text']}", highlight=False, markup=False)
+    for problem in data["problems"]:
+        console.print(f"  problem: {problem}", highlight=False, markup=False)
+
+
+def _energy_text(energy: dict[str, Any]) -> str:
+    return f"{render.energy(energy['total_j'])} {render.percent(energy['uncertainty_rel'])}"

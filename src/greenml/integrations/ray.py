@@ -1,0 +1,279 @@
+"""Energy of a Ray job: a Meter on every Ray node, its energy shared among tasks by time.
+
+``RayEnergy`` (on the driver, after ``ray.init``) starts one small actor per
+alive Ray node, pinned there, that measures the node with a :class:`Meter`
+(its GPUs and CPU, or the sensors a factory builds). Functions wrapped with
+:meth:`RayEnergy.remote` tell a log actor when each call ran and on which node.
+At :meth:`RayEnergy.finish`, each node's power timeline is shared among the
+tasks that ran on it, each instant's power split equally among the tasks in
+flight (:func:`greenml.serve.attribution.attribute_energy`, as for requests);
+energy while no task ran is the node's idle energy, reported apart.
+
+Stored as one job (``job.source`` ``ray``, the Ray job id): one run per node,
+with its tasks as windows named ``task/NAME``. Per-task figures are labelled
+``attributed`` in the report: the node is measured, the split is a model.
+
+Lazy imports: ray, numpy and the store, when used.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from greenml.errors import ConfigError
+from greenml.measure.measurement import ComponentEnergy, DeviceEnergy, Measurement
+from greenml.measure.sensors.base import Sensor
+
+SensorFactory = Callable[[], Sequence[Sensor]]
+ATTRIBUTION = "node power split equally among the tasks in flight (time overlap)"
+
+
+@dataclass(frozen=True)
+class TaskEnergy:
+    """One task call: where and when it ran, and the energy attributed to it (J)."""
+
+    task_id: str
+    name: str
+    node: str
+    node_id: str
+    start_s: float
+    end_s: float
+    energy_j: float
+    devices: dict[str, float]
+
+
+@dataclass
+class RayJobReport:
+    """What :meth:`RayEnergy.finish` found."""
+
+    job_id: str
+    tasks: list[TaskEnergy]
+    nodes: list[dict[str, Any]]
+    run_ids: list[str] = field(default_factory=list)
+    attribution: str = ATTRIBUTION
+
+    @property
+    def total_j(self) -> float:
+        return float(sum(n["energy_j"] for n in self.nodes))
+
+    @property
+    def task_j(self) -> float:
+        return sum(t.energy_j for t in self.tasks)
+
+
+class _NodeMeterImpl:
+    """The per-node actor's body: a Meter over the node's sensors, one window."""
+
+    def __init__(self, sensors: SensorFactory | None, sample_hz: float) -> None:
+        import ray
+
+        from greenml.measure.meter import Meter
+
+        self.node_id = ray.get_runtime_context().get_node_id()
+        self.node = socket.gethostname()
+        built = list(sensors()) if sensors is not None else None
+        self.meter = Meter(sensors=built, sample_hz=sample_hz, record_samples=False,
+                           sync_cuda=False, cpu_scope="machine")  # fmt: skip
+        self.meter.begin_window("ray-node", sync_execution=False)
+
+    def ready(self) -> str:
+        return str(self.node_id)
+
+    def finish(self) -> dict[str, Any]:
+        m = self.meter.end_window("ray-node", sync_execution=False)
+        timelines = {d.key: self.meter.timeline(d.key) for d in self.meter.devices}
+        devices = {d.key: (d.component, d.name, d.method, d.uncertainty_rel)
+                   for d in self.meter.devices}  # fmt: skip
+        self.meter.close()
+        return {"node_id": self.node_id, "node": self.node, "measurement": m,
+                "timelines": timelines, "devices": devices, "pid": os.getpid()}  # fmt: skip
+
+
+class _TaskLogImpl:
+    """The log actor's body: (task id, name, node id, start, end) of each finished call."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str, float, float]] = []
+
+    def record(self, rows: list[tuple[str, str, str, float, float]]) -> None:
+        self.rows.extend(rows)
+
+    def all(self) -> list[tuple[str, str, str, float, float]]:
+        return list(self.rows)
+
+
+class RayEnergy:
+    """Measure every node of the current Ray cluster and attribute its energy to tasks.
+
+    Args:
+        sensors: Builds the sensors on each node (picklable, no arguments);
+            ``None``: each node's own GPUs and CPU.
+        sample_hz: Power samples per second on each node.
+        db_url: Where :meth:`finish` stores the job (``None``: the default store).
+        store: Store the job (one run per node); ``False``: only report.
+        name: The runs' name (the job name, for scaling across node counts).
+        job_id: The job id; default: Ray's job id.
+    """
+
+    def __init__(self, *, sensors: SensorFactory | None = None, sample_hz: float = 10.0,
+                 db_url: str | None = None, store: bool = True, name: str | None = None,
+                 job_id: str | None = None) -> None:  # fmt: skip
+        self._sensors = sensors
+        self._hz = sample_hz
+        self._db_url = db_url
+        self._store = store
+        self.name = name
+        self.job_id = job_id
+        self._meters: list[Any] = []
+        self._log: Any = None
+        self._started_at = 0.0
+        self.report: RayJobReport | None = None  # set when a ``with`` block ends
+
+    def start(self) -> RayEnergy:
+        """Start a meter on each alive node (after ``ray.init``).
+
+        Raises:
+            ConfigError: Ray is not initialized.
+        """
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        if not ray.is_initialized():
+            raise ConfigError("RayEnergy needs a Ray cluster: call ray.init() first")
+        self.job_id = self.job_id or ray.get_runtime_context().get_job_id()
+        self._started_at = time.time()
+        log_actor = ray.remote(num_cpus=0)(_TaskLogImpl)
+        self._log = log_actor.remote()
+        meter_actor = ray.remote(num_cpus=0)(_NodeMeterImpl)
+        nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))  # type: ignore[no-untyped-call]
+        self._meters = []
+        for node in nodes:
+            pinned = NodeAffinitySchedulingStrategy(node, soft=False)
+            self._meters.append(
+                meter_actor.options(scheduling_strategy=pinned).remote(self._sensors, self._hz)
+            )
+        ray.get([m.ready.remote() for m in self._meters])
+        return self
+
+    def remote(self, fn: Callable[..., Any], **options: Any) -> Any:
+        """``ray.remote(fn)`` whose calls are logged (node, start, end) for attribution."""
+        import ray
+
+        log = self._log
+        name = getattr(fn, "__name__", "task")
+
+        def measured(*args: Any, **kwargs: Any) -> Any:
+            context = ray.get_runtime_context()
+            start = time.time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                row = (str(context.get_task_id()), name, str(context.get_node_id()), start,
+                       time.time())  # fmt: skip
+                log.record.remote([row])
+
+        measured.__name__ = name
+        return ray.remote(**options)(measured) if options else ray.remote(measured)
+
+    def finish(self) -> RayJobReport:
+        """Stop the meters, attribute each node's energy to its tasks, store the job."""
+        import ray
+
+        finished = ray.get([m.finish.remote() for m in self._meters])
+        rows = ray.get(self._log.all.remote())
+        report = attribute_tasks(str(self.job_id), finished, rows)
+        if self._store:
+            report.run_ids = _store_job(report, finished, self._db_url, self.name,
+                                        self._started_at)  # fmt: skip
+        for actor in [*self._meters, self._log]:
+            ray.kill(actor)
+        return report
+
+    def __enter__(self) -> RayEnergy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self.report = self.finish()
+
+
+def attribute_tasks(
+    job_id: str, nodes: Sequence[dict[str, Any]], rows: Sequence[tuple[str, str, str, float, float]]
+) -> RayJobReport:
+    """Each node's energy shared among its tasks by time overlap, device by device."""
+    from greenml.serve.attribution import attribute_energy
+
+    tasks: list[TaskEnergy] = []
+    out_nodes = []
+    for rank, node in enumerate(nodes):
+        m: Measurement = node["measurement"]
+        span = (m.started_at.timestamp(), m.started_at.timestamp() + m.duration_s)
+        mine = [r for r in rows if r[2] == node["node_id"]]
+        per_task = [dict[str, float]() for _ in mine]
+        idle = 0.0
+        for key, (times, power) in node["timelines"].items():
+            if len(times) < 2 or not mine:
+                continue
+            found = attribute_energy(times, power, [r[3] for r in mine], [r[4] for r in mine],
+                                     span_s=span)  # fmt: skip
+            idle += found.idle_energy_j
+            for i, value in enumerate(found.energy_j):
+                per_task[i][key] = float(value)
+        for r, devices in zip(mine, per_task, strict=True):
+            tasks.append(TaskEnergy(r[0], r[1], node["node"], r[2], r[3], r[4],
+                                    sum(devices.values()), devices))  # fmt: skip
+        out_nodes.append({"node": node["node"], "node_id": node["node_id"], "node_rank": rank,
+                          "energy_j": m.total_j, "tasks": len(mine), "idle_j": idle,
+                          "duration_s": m.duration_s})  # fmt: skip
+    return RayJobReport(job_id, tasks, out_nodes)
+
+
+def _store_job(
+    report: RayJobReport, nodes: Sequence[dict[str, Any]], db_url: str | None,
+    name: str | None, started_at: float,
+) -> list[str]:  # fmt: skip
+    """One run per node, its tasks as windows, through the one persist path."""
+    from greenml.run.persist import FinishedRun, persist_run
+    from greenml.store import new_run_id, open_store
+
+    run_ids = []
+    with open_store(db_url) as store:
+        for info, node in zip(report.nodes, nodes, strict=True):
+            m: Measurement = node["measurement"]
+            windows = [_task_window(t, node["devices"]) for t in report.tasks
+                       if t.node_id == info["node_id"]]  # fmt: skip
+            job = {"job_id": report.job_id, "source": "ray", "job_name": name,
+                   "node": info["node"], "node_source": "ray", "node_rank": info["node_rank"],
+                   "node_rank_source": "ray node order", "expected_nodes": len(report.nodes),
+                   "expected_nodes_source": "ray.nodes()"}  # fmt: skip
+            run_id = new_run_id()
+            end = m.started_at.timestamp() + m.duration_s
+            finished = FinishedRun(
+                run_id=run_id, name=name, command=["ray", "job", report.job_id], tags={},
+                started_at=max(started_at, m.started_at.timestamp()), pid=int(node["pid"]),
+                hostname=info["node"], status="completed", exit_code=0,
+                duration_s=m.duration_s, ended_at=end,
+                energy={**m.to_dict(), "notes": [f"tasks: {ATTRIBUTION}"]}, window=m,
+                windows=windows, extra={"job": job},
+            )  # fmt: skip
+            persist_run(store, finished)
+            run_ids.append(run_id)
+    return run_ids
+
+
+def _task_window(task: TaskEnergy, devices: dict[str, tuple[str, str, str, float]]) -> Measurement:
+    components: dict[str, dict[str, DeviceEnergy]] = {}
+    for key, joules in task.devices.items():
+        component, dev_name, _method, unc = devices[key]
+        components.setdefault(component, {})[key] = DeviceEnergy(
+            joules, "estimated", unc, f"{dev_name} (attributed)"
+        )
+    started = datetime.fromtimestamp(task.start_s, tz=timezone.utc)
+    return Measurement(f"task/{task.name}", started, task.end_s - task.start_s,
+                       {c: ComponentEnergy(d) for c, d in components.items()})  # fmt: skip

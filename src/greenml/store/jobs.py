@@ -1,0 +1,51 @@
+"""Every query by job: the runs of a job, the jobs stored, the earlier jobs of a name.
+
+A run's job is its record's ``job`` block (:class:`~greenml.store.record_blocks.JobBlock`),
+kept in the run's extra blocks rather than a column of its own, so that the
+tables need no migration. Every lookup by job lives here: the day the job id
+gets an indexed column, only this module changes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from greenml.errors import JobNotFound
+from greenml.store.repository import Store
+from greenml.store.run_record import RunRecord
+
+_ANY_JOB = '"job": {'
+
+
+def job_runs(store: Store, job_id: str) -> list[RunRecord]:
+    """The runs of job ``job_id`` (exactly), oldest first.
+
+    Raises:
+        JobNotFound: No stored run belongs to the job.
+    """
+    fragment = f'"job_id": {json.dumps(job_id, ensure_ascii=False)}'
+    found = [r for r in store.records_containing(fragment) if r.job and r.job.job_id == job_id]
+    if not found:
+        raise JobNotFound(f"no run belongs to job {job_id!r} (see `greenml jobs list`)")
+    return found
+
+
+def all_jobs(store: Store) -> dict[str, list[RunRecord]]:
+    """Every job stored, newest first (by its latest run), with its runs oldest first."""
+    return _grouped(store.records_containing(_ANY_JOB))
+
+
+def jobs_named(store: Store, job_name: str) -> dict[str, list[RunRecord]]:
+    """The jobs whose runs carry ``job_name`` (the same job at other sizes, for scaling)."""
+    fragment = f'"job_name": {json.dumps(job_name, ensure_ascii=False)}'
+    return _grouped(r for r in store.records_containing(fragment)
+                    if r.job and r.job.job_name == job_name)  # fmt: skip
+
+
+def _grouped(records: Iterable[RunRecord]) -> dict[str, list[RunRecord]]:
+    out: dict[str, list[RunRecord]] = {}
+    for record in records:
+        if record.job is not None and record.job.job_id:
+            out.setdefault(record.job.job_id, []).append(record)
+    return dict(sorted(out.items(), key=lambda kv: kv[1][-1].started_at, reverse=True))
