@@ -25,7 +25,7 @@ files shows it. They are synthetic, not measurements.
 
 Usage::
 
-    .venv/bin/python benchmarks/zeus_simulator.py               # 10 seeds, 6 traces
+    .venv/bin/python benchmarks/zeus_simulator.py               # 20 seeds, 6 traces
     .venv/bin/python benchmarks/zeus_simulator.py --seeds 5 --traces v100 v100-trap
     .venv/bin/python benchmarks/zeus_simulator.py --zeus-cache /tmp/zeus.json  # reuse Zeus's runs
 """
@@ -291,7 +291,7 @@ def zeus_recurrence_costs(runs: list[list[object]], eta: float, max_power_w: flo
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, default=10, help="seeds 1..N per workload")
+    parser.add_argument("--seeds", type=int, default=20, help="seeds 1..N per workload")
     parser.add_argument("--eta", type=float, default=0.5)
     parser.add_argument("--beta", type=float, default=2.0)
     parser.add_argument("--data", type=Path, default=DATA, help="folder of the Zeus traces")
