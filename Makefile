@@ -101,9 +101,9 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/middleware_overhead.py
 	$(BIN)/python benchmarks/settle_speed.py
 
-# Zeus's own simulator side by side (installs zeus==0.16.0 into a throwaway venv; ~5 min).
+# Zeus's own simulator side by side (installs zeus==0.16.0 into a throwaway venv; ~16 min on 2 free cores).
 bench-zeus: $(TEST_STAMP)
-	$(BIN)/python benchmarks/zeus_simulator.py --seeds 10
+	$(BIN)/python benchmarks/zeus_simulator.py --seeds 20
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
