@@ -37,6 +37,7 @@ COMMANDS = {
     "compress": "greenml.cli.compress:compress",
     "serve": "greenml.cli.serve:serve",
     "schema": "greenml.cli.schema:schema",
+    "advise": "greenml.cli.advise:advise",
 }
 
 # old name → where the command is now (under `greenml`); hidden, kept for one release
