@@ -14,6 +14,7 @@ from greenml.cli.app import LazyGroup
 # subcommand → "module:attribute"
 ADVISE_COMMANDS = {
     "hardware": "greenml.cli.advise_hardware:hardware",
+    "tco": "greenml.cli.advise_tco:tco",
 }
 
 

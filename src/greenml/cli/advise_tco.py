@@ -1,0 +1,161 @@
+"""``greenml advise tco``: buy on-premises hardware or rent cloud capacity, over N years."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from greenml.cli import render
+from greenml.cli.options import (
+    db_option,
+    instance_option,
+    json_option,
+    location_options,
+    parse_share,
+    price_option,
+    pue_option,
+)
+from greenml.errors import ConfigError
+from greenml.store.export import json_text
+
+_EPILOG = """\b
+Examples:
+  greenml advise tco --gpu "H100 SXM" --usage 60% --checkpoint-cost 2m --spot-price 40
+  greenml advise tco --config tco.toml --workload 5b1463e4 --zone DE
+"""
+
+
+_DIRECT = (
+    "gpu", "count", "instance", "years", "hardware_usd", "power_w", "price",
+    "staff_usd_per_year", "space_usd_per_year", "maintenance_usd_per_year", "on_demand_price",
+    "reserved_price", "spot_price", "embodied_kg", "zone", "region", "country", "ci",
+)  # fmt: skip
+
+
+@click.command(epilog=_EPILOG)
+@db_option
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    metavar="TOML",
+    help="A file with a [tco] table (keys: the flags' names with underscores).",
+)
+@click.option("--workload", "run_id", metavar="RUN_ID", help="A measured run: its GPU power.")
+@click.option("--gpu", metavar="NAME", help="The GPU to buy or rent (e.g. 'H100 SXM').")
+@click.option("--count", type=int, help="GPUs  [default: the packaged server's, or 1]")
+@instance_option
+@click.option("--years", type=float, help="Horizon and depreciation period  [default: 4]")
+@click.option("--usage", metavar="PERCENT", help="Share of the hours the GPUs do useful work.")
+@click.option("--hardware-usd", type=float, help="Purchase price of the servers.")
+@click.option("--residual-share", metavar="PERCENT", help="Resale value at the end  [default: 0]")
+@click.option("--power-w", type=float, help="Average watts per device (e.g. measured); not TDP.")
+@click.option("--idle-share", metavar="PERCENT", help="Idle power as a share of TDP [default: 25%]")
+@pue_option
+@price_option
+@click.option("--staff-usd-per-year", type=float, help="Staff cost of running the servers.")
+@click.option("--space-usd-per-year", type=float, help="Rack space, colocation.")
+@click.option("--maintenance-usd-per-year", type=float, help="Support contracts, repairs.")
+@click.option("--on-demand-price", type=float, metavar="USD_PER_H", help="On-demand price / hour.")
+@click.option("--reserved-price", type=float, metavar="USD_PER_H", help="Reserved price / hour.")
+@click.option("--spot-price", type=float, metavar="USD_PER_H", help="Spot price per hour.")
+@click.option("--checkpoint-cost", metavar="DURATION", help="Time one checkpoint takes.")
+@click.option(
+    "--restart-cost",
+    metavar="DURATION",
+    help="Interruption to computing again: new instance, start-up, reload.",
+)
+@click.option("--embodied-kg", type=float, help="Embodied kg CO2eq per GPU (host share included).")
+@location_options
+@json_option("Print the comparison as JSON on stdout.")
+def tco(**opts: Any) -> None:
+    """Total cost of ownership: buy on-premises or rent (on-demand, reserved, spot) over N years."""
+    from greenml.advise.tco import advise_tco
+    from greenml.advise.tco_inputs import Given, load_toml, merge
+    from greenml.schedule.timeparse import parse_duration_s
+
+    file = load_toml(opts["config_file"]) if opts["config_file"] else {}
+    flags: dict[str, Any] = {k: opts[k] for k in _DIRECT}
+    for key in ("usage", "residual_share", "idle_share"):
+        flag = "--" + key.replace("_", "-")
+        flags[key] = parse_share(opts[key], flag) if opts[key] is not None else None
+    flags["pue"] = _pue(opts["pue"])
+    for key, flag in (("checkpoint_cost", "--checkpoint-cost"), ("restart_cost", "--restart-cost")):
+        text = opts[key]
+        flags[key + "_s"] = parse_duration_s(text, flag, allow_zero=True) if text else None
+    given = merge(flags, file, str(opts["config_file"]) if opts["config_file"] else None)
+    measured = None
+    if opts["run_id"]:
+        measured = _measured_power(opts["db_url"], opts["run_id"])
+        if measured is not None and "gpu" not in given:
+            given["gpu"] = Given(measured[1], f"the GPU of run {opts['run_id']}")
+    advice = advise_tco(given, measured[0] if measured else None)
+    if opts["as_json"]:
+        click.echo(json_text(advice.to_dict(), indent=2, ensure_ascii=False))
+        return
+    _print(advice)
+
+
+def _pue(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        from greenml.accounting.pue import pue_for
+
+        return pue_for(provider=text).value
+
+
+def _measured_power(db_url: str | None, run_id: str) -> Any:
+    from greenml.advise.runs import load_workload
+    from greenml.advise.tco_inputs import Given
+    from greenml.cli.runs import open_ingested
+
+    with open_ingested(db_url) as store:
+        record = store.get_record(run_id)
+        try:
+            work, _ = load_workload(store, run_id, flops=1.0)
+        except ConfigError:
+            work = None
+    if work is None or work.measured_gpu is None or work.measured_power_share is None:
+        raise ConfigError(f"run {record['id']} measured no GPU of the table: give --power-w")
+    spec = work.measured_gpu
+    watts = (spec.tdp_w or 0.0) * work.measured_power_share
+    return Given(watts, f"measured: mean GPU power of run {record['id']}"), spec.name
+
+
+def _print(advice: Any) -> None:
+    from rich.table import Table
+
+    out = render.console()
+    out.print(f"{advice.count}× {advice.gpu} over {advice.years:g} years", highlight=False)
+    table = Table(show_edge=False, pad_edge=False, title="cost and carbon", title_justify="left")
+    for name in ("usage", "option", "cost", "energy", "CO2eq"):
+        table.add_column(name, justify="right" if name != "option" else "left")
+    for usage in advice.usages():
+        for plan in advice.plans:
+            row = plan.at(usage)
+            co2 = "unknown" if row["co2_kg"] is None else render.co2(row["co2_kg"])
+            table.add_row(f"{usage:.0%}", plan.name, f"${row['cost_usd']:,.0f}",
+                          f"{row['energy_kwh']:,.0f} kWh", co2)  # fmt: skip
+    out.print(table)
+    out.print("options:")
+    for plan in advice.plans:
+        out.print(f"  {plan.name}: {plan.basis}", highlight=False, markup=False)
+        out.print(f"    intensity: {plan.grid.source}", highlight=False, markup=False)
+    for text in advice.skipped:
+        out.print(f"  not compared — {text}", highlight=False, markup=False)
+    out.print("break-even:")
+    for name, text in advice.break_even.items():
+        out.print(f"  vs {name}: {text}", highlight=False, markup=False)
+    out.print("inputs:")
+    for key, item in advice.inputs.items():
+        value = item.value
+        shown = f"{value:,.4g}" if isinstance(value, float) else str(value)
+        out.print(f"  {key} = {shown} — {item.source}", highlight=False, markup=False)
+    for note in advice.notes:
+        out.print(f"  note: {note}", highlight=False, markup=False)
+    out.print(f"decision: {advice.decision()}", highlight=False, markup=False)
