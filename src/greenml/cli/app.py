@@ -38,6 +38,7 @@ COMMANDS = {
     "serve": "greenml.cli.serve:serve",
     "schema": "greenml.cli.schema:schema",
     "advise": "greenml.cli.advise:advise",
+    "audit": "greenml.cli.audit:audit",
 }
 
 # old name → where the command is now (under `greenml`); hidden, kept for one release
