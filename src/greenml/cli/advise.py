@@ -15,6 +15,7 @@ from greenml.cli.app import LazyGroup
 ADVISE_COMMANDS = {
     "hardware": "greenml.cli.advise_hardware:hardware",
     "tco": "greenml.cli.advise_tco:tco",
+    "federated": "greenml.cli.advise_federated:federated",
 }
 
 
