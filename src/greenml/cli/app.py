@@ -39,6 +39,7 @@ COMMANDS = {
     "schema": "greenml.cli.schema:schema",
     "advise": "greenml.cli.advise:advise",
     "audit": "greenml.cli.audit:audit",
+    "label": "greenml.cli.label:label",
 }
 
 # old name → where the command is now (under `greenml`); hidden, kept for one release

@@ -47,7 +47,7 @@ def audit(
         runs = RunSet([store.get_record(r["id"]) for r in rows], store)
         scope = f"project {project}" if project else f"the newest {limit} runs"
         document = audit_document(run_audit(runs, scope))
-    text = _render(document, fmt)
+    text = render_document(document, fmt)
     if output is None:
         sys.stdout.write(text)
         return
@@ -57,7 +57,8 @@ def audit(
         raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
 
 
-def _render(document: Any, fmt: str) -> str:
+def render_document(document: Any, fmt: str) -> str:
+    """A report document as Markdown, HTML or JSON text, ending with a newline."""
     if fmt == "json":
         from greenml.report.markdown import render_json
 
