@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,20 @@ def test_cli_prints_a_decision_and_refuses_bad_input(capsys: pytest.CaptureFixtu
     err = capsys.readouterr().err
     assert "--usage must be between 0% and 100%" in err and err.count("\n") == 1
     assert main(["advise", "tco", "--gpu", "H100 SXM", "--price", "-1"]) == 2
+
+
+def test_usage_from_a_measured_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from greenml.store.repository import Store
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    with Store(url) as store:
+        run_id = store.create_run(name="job", command=["python", "t.py"], tags={},
+                                  started_at=1e9, pid=1, hostname="h")  # fmt: skip
+        energy = {"total_j": 1e5, "components": {}}
+        store.finish_run(run_id, status="completed", exit_code=0, duration_s=3600.0,
+                         energy=energy, ended_at=1e9 + 3600)  # fmt: skip
+    args = ["advise", "tco", "--db", url, "--workload", run_id, "--gpu", "H100 SXM", "--json"]
+    assert main([*args, "--runs-per-year", "876"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["usage"] == pytest.approx(0.1)  # 876 h of 8,760
+    assert main([*args, "--runs-per-year", "10000"]) == 2  # more hours than a year holds

@@ -67,10 +67,16 @@ class Plan:
         return self.energy_fixed_j + self.energy_per_usage_j * usage
 
     def co2_g(self, usage: float) -> float | None:
+        """Operational CO2eq plus embodied where known (see :attr:`embodied_known`)."""
         operational = self.grid.co2_g(self.energy_j(usage))
-        if operational is None or self.embodied_fixed_g is None:
+        if operational is None:
             return None
-        return operational + self.embodied_fixed_g + (self.embodied_per_usage_g or 0.0) * usage
+        fixed = self.embodied_fixed_g or 0.0
+        return operational + fixed + (self.embodied_per_usage_g or 0.0) * usage
+
+    @property
+    def embodied_known(self) -> bool:
+        return self.embodied_fixed_g is not None
 
     def at(self, usage: float) -> dict[str, Any]:
         co2 = self.co2_g(usage)
@@ -80,6 +86,7 @@ class Plan:
             "cost_usd": self.cost_usd(usage),
             "energy_kwh": self.energy_j(usage) / 3.6e6,
             "co2_kg": None if co2 is None else co2 / 1000,
+            "co2_includes_embodied": self.embodied_known,
         }
 
 
@@ -296,22 +303,31 @@ def _spot(
     from greenml.schedule.spot_model import SpotJob
     from greenml.schedule.spot_plan import plan_spot
 
-    try:
-        known = interruption_rate(spec.name)
-    except ConfigError as exc:
-        return f"spot: {exc}"
+    if "interruption_rate" in inputs:
+        per_hour = float(inputs["interruption_rate"].value)
+        rate_text = f"{per_hour:g} interruptions/h ({inputs['interruption_rate'].source})"
+    else:
+        try:
+            known = interruption_rate(spec.name)
+        except ConfigError as exc:
+            return f"spot: {exc} (--interruption-rate)"
+        per_hour = known.per_hour
+        rate_text = (
+            f"{per_hour:g} interruptions/h (packaged default for {known.accelerator}, "
+            "see data/SOURCES.md)"
+        )
     work_h = _default(inputs, "job_hours", 24.0, "default: a 24 h job between restarts")
     restart = _default(inputs, "restart_cost_s", 300.0, "default of greenml plan spot (5 min)")
     job = SpotJob(work_h * 3600.0, float(inputs["checkpoint_cost_s"].value), restart)
     plan = plan_spot(
-        job, interruptions_per_hour=known.per_hour, spot_usd_per_h=rates["spot"],
+        job, interruptions_per_hour=per_hour, spot_usd_per_h=rates["spot"],
         on_demand_usd_per_h=rates["on-demand"], start=datetime.now(timezone.utc), trials=400,
     )  # fmt: skip
     factor = plan.outcome("spot").mean_time_s() / job.work_s
     text = (
         f"{instance} spot {rates['spot']:g} USD/h ({inputs['spot_price'].source}); billed time "
-        f"× {factor:.3f} for checkpoints, lost work and restarts at {known.per_hour:g} "
-        f"interruptions/h (packaged default for {known.accelerator}, greenml plan spot's model)"
+        f"× {factor:.3f} for checkpoints, lost work and restarts at {rate_text}, "
+        "greenml plan spot's model"
     )
     return factor, rates["spot"], text
 

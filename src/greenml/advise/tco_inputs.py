@@ -53,6 +53,7 @@ NUMBERS: dict[str, tuple[float, float | None, str]] = {
     "restart_cost_s": (0.0, None, "s"),
     "job_hours": (0.0, None, "h"),
     "embodied_kg": (0.0, None, "kg CO2eq per GPU"),
+    "interruption_rate": (0.0, 100.0, "interruptions per hour"),
     "ci": (0.0, None, "gCO2eq/kWh"),
 }
 TEXTS = ("gpu", "instance", "zone", "region", "country")

@@ -43,7 +43,12 @@ _DIRECT = (
     metavar="TOML",
     help="A file with a [tco] table (keys: the flags' names with underscores).",
 )
-@click.option("--workload", "run_id", metavar="RUN_ID", help="A measured run: its GPU power.")
+@click.option(
+    "--workload", "run_id", metavar="RUN_ID", help="A measured run: its GPU power and duration."
+)
+@click.option(
+    "--runs-per-year", type=float, help="How often the job runs (usage = runs × its duration)."
+)
 @click.option("--gpu", metavar="NAME", help="The GPU to buy or rent (e.g. 'H100 SXM').")
 @click.option("--count", type=int, help="GPUs  [default: the packaged server's, or 1]")
 @instance_option
@@ -67,6 +72,7 @@ _DIRECT = (
     metavar="DURATION",
     help="Interruption to computing again: new instance, start-up, reload.",
 )
+@click.option("--interruption-rate", metavar="RATE", help="Interruptions per hour: 0.023 or 2.3%.")
 @click.option("--embodied-kg", type=float, help="Embodied kg CO2eq per GPU (host share included).")
 @location_options
 @json_option("Print the comparison as JSON on stdout.")
@@ -78,6 +84,8 @@ def tco(**opts: Any) -> None:
 
     file = load_toml(opts["config_file"]) if opts["config_file"] else {}
     flags: dict[str, Any] = {k: opts[k] for k in _DIRECT}
+    rate = opts.pop("interruption_rate")
+    flags["interruption_rate"] = parse_share(rate, "--interruption-rate") if rate else None
     for key in ("usage", "residual_share", "idle_share"):
         flag = "--" + key.replace("_", "-")
         flags[key] = parse_share(opts[key], flag) if opts[key] is not None else None
@@ -86,12 +94,24 @@ def tco(**opts: Any) -> None:
         text = opts[key]
         flags[key + "_s"] = parse_duration_s(text, flag, allow_zero=True) if text else None
     given = merge(flags, file, str(opts["config_file"]) if opts["config_file"] else None)
-    measured = None
+    power = None
     if opts["run_id"]:
-        measured = _measured_power(opts["db_url"], opts["run_id"])
-        if measured is not None and "gpu" not in given:
-            given["gpu"] = Given(measured[1], f"the GPU of run {opts['run_id']}")
-    advice = advise_tco(given, measured[0] if measured else None)
+        power, gpu, duration_s, run = _measured(opts["db_url"], opts["run_id"])
+        if gpu is not None and "gpu" not in given:
+            given["gpu"] = Given(gpu, f"the GPU of run {run}")
+        if opts["runs_per_year"] is not None and "usage" not in given:
+            usage = opts["runs_per_year"] * duration_s / (8760 * 3600.0)
+            if usage > 1:
+                raise ConfigError(
+                    f"{opts['runs_per_year']:g} runs a year of {duration_s:.0f} s each need "
+                    f"{usage:.0%} of the hours: more than one machine"
+                )
+            given["usage"] = Given(usage, f"{opts['runs_per_year']:g} runs/year × run {run}'s "
+                                   f"{duration_s:.4g} s as measured (on its own hardware, "
+                                   "not scaled to the GPU)")  # fmt: skip
+    elif opts["runs_per_year"] is not None:
+        raise ConfigError("--runs-per-year needs --workload RUN_ID (the run's duration)")
+    advice = advise_tco(given, power)
     if opts["as_json"]:
         click.echo(json_text(advice.to_dict(), indent=2, ensure_ascii=False))
         return
@@ -109,22 +129,22 @@ def _pue(text: str | None) -> float | None:
         return pue_for(provider=text).value
 
 
-def _measured_power(db_url: str | None, run_id: str) -> Any:
+def _measured(db_url: str | None, run_id: str) -> Any:
+    """(GPU power or None, GPU name or None, duration in s, run id) of a stored run."""
     from greenml.advise.runs import load_workload
     from greenml.advise.tco_inputs import Given
     from greenml.cli.runs import open_ingested
 
     with open_ingested(db_url) as store:
         record = store.get_record(run_id)
-        try:
-            work, _ = load_workload(store, run_id, flops=1.0)
-        except ConfigError:
-            work = None
-    if work is None or work.measured_gpu is None or work.measured_power_share is None:
-        raise ConfigError(f"run {record['id']} measured no GPU of the table: give --power-w")
+        work, _ = load_workload(store, run_id, flops=1.0)
+    run = str(record["id"])
+    duration = float(work.measured_duration_s or 0.0)
     spec = work.measured_gpu
+    if spec is None or work.measured_power_share is None:
+        return None, None, duration, run
     watts = (spec.tdp_w or 0.0) * work.measured_power_share
-    return Given(watts, f"measured: mean GPU power of run {record['id']}"), spec.name
+    return Given(watts, f"measured: mean GPU power of run {run}"), spec.name, duration, run
 
 
 def _print(advice: Any) -> None:
@@ -139,6 +159,8 @@ def _print(advice: Any) -> None:
         for plan in advice.plans:
             row = plan.at(usage)
             co2 = "unknown" if row["co2_kg"] is None else render.co2(row["co2_kg"])
+            if row["co2_kg"] is not None and not row["co2_includes_embodied"]:
+                co2 += " + embodied?"
             table.add_row(f"{usage:.0%}", plan.name, f"${row['cost_usd']:,.0f}",
                           f"{row['energy_kwh']:,.0f} kWh", co2)  # fmt: skip
     out.print(table)
