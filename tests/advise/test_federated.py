@@ -145,3 +145,51 @@ def test_the_flower_mod_measures_each_message() -> None:
     assert (first.client, first.round, first.bytes_down, first.bytes_up) == ("42", 3, 1001, 301)
     assert first.energy_j == pytest.approx(100.0)
     assert second.round == 7
+
+
+# --- anything read from outside: a record file, a --link value ---
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+round_fields = st.fixed_dictionaries({
+    "round": json_values, "client": json_values, "energy_j": json_values,
+    "uncertainty_rel": json_values, "method": json_values, "duration_s": json_values,
+    "bytes_down": json_values, "bytes_up": json_values,
+})  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rounds=st.one_of(json_values, st.lists(round_fields, max_size=3)),
+    data_bytes=st.one_of(json_values, st.dictionaries(st.text(max_size=3), json_values)),
+)
+def test_any_record_loads_or_is_one_config_error(rounds: Any, data_bytes: Any) -> None:
+    doc = {"format": "greenml-federated/1", "rounds": rounds, "data_bytes": data_bytes}
+    try:
+        run = FederatedRun.from_dict(doc)
+    except ConfigError:
+        return
+    assert run.rounds
+    try:
+        advice = advise_federated(run, link("fixed"))
+    except ConfigError:
+        return
+    assert advice.rounds >= 1 and advice.federated_j >= 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=12))
+def test_any_link_text_is_a_link_or_one_config_error(text: str) -> None:
+    try:
+        found = link(text)
+    except ConfigError:
+        return
+    assert found.kwh_per_gb >= 0 and found.j_per_byte >= 0

@@ -90,7 +90,7 @@ class FederatedRun:
         """Read a document :meth:`write` wrote.
 
         Raises:
-            ConfigError: Unreadable, not this format, or no rounds.
+            ConfigError: Unreadable, not this format, malformed, or no rounds.
         """
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -98,23 +98,57 @@ class FederatedRun:
             raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
         except ValueError as exc:
             raise ConfigError(f"{path} is not JSON: {exc}") from None
+        return cls.from_dict(data, str(path))
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "the federated record") -> FederatedRun:
+        """A checked record; ConfigError naming ``where`` for anything malformed."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ConfigError(f"{path} is not a greenml federated record ({FORMAT})")
-        try:
-            rounds = [ClientRound(**r) for r in data.get("rounds") or []]
-            run = cls(
-                rounds=rounds,
-                server_energy_j=float(data.get("server_energy_j") or 0.0),
-                data_bytes={str(k): float(v) for k, v in (data.get("data_bytes") or {}).items()},
-                central_energy_j=data.get("central_energy_j"),
-                central_method=data.get("central_method"),
-                notes=list(data.get("notes") or []),
-            )
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{path}: malformed federated record ({exc})") from None
-        if not run.rounds:
-            raise ConfigError(f"{path}: the federated run has no rounds: nothing to compare")
-        return run
+            raise ConfigError(f"{where} is not a greenml federated record ({FORMAT})")
+        rounds = data.get("rounds")
+        if not isinstance(rounds, list) or not rounds:
+            raise ConfigError(f"{where}: the federated run has no rounds: nothing to compare")
+        sizes = data.get("data_bytes") or {}
+        if not isinstance(sizes, dict):
+            raise ConfigError(f"{where}: data_bytes must map clients to byte counts")
+        central = data.get("central_energy_j")
+        items = [_client_round(r, f"{where}, round entry {i + 1}") for i, r in enumerate(rounds)]
+        return cls(
+            rounds=items,
+            server_energy_j=_amount(data.get("server_energy_j") or 0.0, "server_energy_j", where),
+            data_bytes={str(k): _amount(v, f"data_bytes[{k!r}]", where) for k, v in sizes.items()},
+            central_energy_j=(
+                None if central is None else _amount(central, "central_energy_j", where)
+            ),
+            central_method=str(data.get("central_method") or "unknown"),
+            notes=[str(n) for n in data.get("notes") or [] if isinstance(n, str)],
+        )
+
+
+def _amount(value: Any, what: str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ConfigError(f"{where}: {what} must be a number >= 0, not {value!r}")
+    if value == float("inf"):
+        raise ConfigError(f"{where}: {what} must be finite")
+    return float(value)
+
+
+def _client_round(item: Any, where: str) -> ClientRound:
+    if not isinstance(item, dict):
+        raise ConfigError(f"{where}: not an object")
+    number = item.get("round")
+    if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+        raise ConfigError(f"{where}: round must be a whole number >= 0, not {number!r}")
+    client = item.get("client")
+    if not isinstance(client, (str, int)) or isinstance(client, bool) or str(client) == "":
+        raise ConfigError(f"{where}: client must be a name, not {client!r}")
+    return ClientRound(
+        number, str(client), _amount(item.get("energy_j"), "energy_j", where),
+        _amount(item.get("uncertainty_rel"), "uncertainty_rel", where),
+        str(item.get("method") or "unknown"), _amount(item.get("duration_s"), "duration_s", where),
+        _amount(item.get("bytes_down"), "bytes_down", where),
+        _amount(item.get("bytes_up"), "bytes_up", where),
+    )  # fmt: skip
 
 
 def _bytes(value: Sequence[Any] | float) -> float:
