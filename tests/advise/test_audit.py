@@ -101,3 +101,15 @@ def test_cli_stores_gate_verdicts_and_the_audit_reads_them(
     assert "## Machine" in capsys.readouterr().out
     assert main(["audit", "--db", url, "--project", "nope"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_long_on_demand_job_fails_spot_with_the_discount_at_stake() -> None:
+    run = record(3.6e6, gpu_j=2.0e6)
+    run["duration_s"] = 10 * 3600.0
+    run["cost"]["instance"] = {"hours": 10.0, "instance_type": "g6e.xlarge", "provider": "aws",
+                               "pricing": "on-demand"}  # fmt: skip
+    item = by_key(audit([run], lambda _id: []).items)["spot-checkpointing"]
+    assert item.status == "failed"
+    assert item.usd == pytest.approx(10 * (1.861 - 0.7945))  # instance_prices.csv
+    run["tags"] = {"spot": "true", "checkpoint": "s3://ckpt"}
+    assert by_key(audit([run], lambda _id: []).items)["spot-checkpointing"].status == "passed"

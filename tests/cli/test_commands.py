@@ -18,6 +18,7 @@ GROUPS = (
     [("plan", name) for name in sorted(PLAN_COMMANDS)]
     + [("optimize", name) for name in sorted(OPTIMIZE_COMMANDS)]
     + [("advise", name) for name in sorted(ADVISE_COMMANDS)]
+    + [("label", "bench")]
 )
 
 

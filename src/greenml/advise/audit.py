@@ -347,17 +347,43 @@ def _spot(records: Sequence[dict[str, Any]]) -> Item:
     if not on_demand:
         return Item("mechanization", "spot-checkpointing", title, "passed",
                     f"{len(long)} long job(s), all on spot with checkpoints")  # fmt: skip
-    usd = [((r.get("cost") or {}).get("instance") or {}).get("usd") for r in on_demand]
-    spent = sum(u for u in usd if isinstance(u, (int, float))) if all(
-        isinstance(u, (int, float)) for u in usd) else None  # fmt: skip
-    return Item(
-        "mechanization", "spot-checkpointing", title, "failed",
+    saving, priced = _spot_saving(on_demand)
+    evidence = (
         f"{len(on_demand)} long job(s) not on spot with checkpoints (tags spot=true, "
         f"checkpoint=…): {_ids(on_demand)}"
-        + (f"; their instance cost ${spent:,.2f} is what spot would discount" if spent else ""),
-        usd=None,
+    )
+    if priced:
+        evidence += (
+            f"; at stake: the spot discount on {priced} of them (instance hours × "
+            "(on-demand − spot list price), instance_prices.csv)"
+        )
+    return Item(
+        "mechanization", "spot-checkpointing", title, "failed", evidence,
+        usd=saving if priced else None,
         fix="greenml plan spot --work … --checkpoint-cost …; greenml.resilience checkpoints",
     )  # fmt: skip
+
+
+def _spot_saving(records: Sequence[dict[str, Any]]) -> tuple[float, int]:
+    """USD the spot list price would have saved, over the runs whose instance has one."""
+    from greenml.accounting.instances import instance_price
+    from greenml.errors import ConfigError
+
+    saving, priced = 0.0, 0
+    for r in records:
+        block = (r.get("cost") or {}).get("instance") or {}
+        hours, name = block.get("hours"), block.get("instance_type")
+        if not isinstance(hours, (int, float)) or not name:
+            continue
+        try:
+            price = instance_price(str(name), provider=block.get("provider"))
+        except ConfigError:
+            continue
+        if price.spot_usd_per_h is None or price.on_demand_usd_per_h is None:
+            continue
+        saving += hours * (price.on_demand_usd_per_h - price.spot_usd_per_h)
+        priced += 1
+    return saving, priced
 
 
 def _pue_stated(record: dict[str, Any]) -> bool:
