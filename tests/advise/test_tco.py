@@ -153,3 +153,19 @@ def test_usage_from_a_measured_run(tmp_path: Path, capsys: pytest.CaptureFixture
     data = json.loads(capsys.readouterr().out)
     assert data["usage"] == pytest.approx(0.1)  # 876 h of 8,760
     assert main([*args, "--runs-per-year", "10000"]) == 2  # more hours than a year holds
+
+
+def test_a_price_trace_gives_its_mean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "prices.csv"
+    trace.write_text(
+        "Datetime (UTC),Datetime (Local),Price (USD/MWh)\n"
+        "2023-01-01 00:00:00,2023-01-01 01:00:00,50\n"
+        "2023-01-01 01:00:00,2023-01-01 02:00:00,150\n"
+        "2023-01-01 02:00:00,2023-01-01 03:00:00,100\n",
+        encoding="utf-8",
+    )
+    args = ["advise", "tco", "--gpu", "H100 SXM", "--usage", "50%", "--json"]
+    assert main([*args, "--price-trace", str(trace)]) == 0
+    price = json.loads(capsys.readouterr().out)["inputs"]["price"]
+    assert price["value"] == pytest.approx(0.1) and "mean of --price-trace" in price["source"]
+    assert main([*args, "--price-trace", str(trace), "--price", "0.2"]) == 2

@@ -60,6 +60,12 @@ _DIRECT = (
 @click.option("--idle-share", metavar="PERCENT", help="Idle power as a share of TDP [default: 25%]")
 @pue_option
 @price_option
+@click.option(
+    "--price-trace",
+    type=click.Path(exists=True, dir_okay=False, path_type=str),
+    metavar="CSV",
+    help="Hourly electricity prices (USD/MWh): their mean is the price.",
+)
 @click.option("--staff-usd-per-year", type=float, help="Staff cost of running the servers.")
 @click.option("--space-usd-per-year", type=float, help="Rack space, colocation.")
 @click.option("--maintenance-usd-per-year", type=float, help="Support contracts, repairs.")
@@ -93,7 +99,15 @@ def tco(**opts: Any) -> None:
     for key, flag in (("checkpoint_cost", "--checkpoint-cost"), ("restart_cost", "--restart-cost")):
         text = opts[key]
         flags[key + "_s"] = parse_duration_s(text, flag, allow_zero=True) if text else None
+    trace = opts.pop("price_trace")
+    if trace is not None:
+        if flags["price"] is not None:
+            raise ConfigError("give --price or --price-trace, not both")
+        flags["price"] = _trace_mean_usd_per_kwh(trace)
     given = merge(flags, file, str(opts["config_file"]) if opts["config_file"] else None)
+    if trace is not None:
+        how = f"mean of --price-trace {trace} (every hour alike: usage is not placed in time)"
+        given["price"] = Given(given["price"].value, how)
     power = None
     if opts["run_id"]:
         power, gpu, duration_s, run = _measured(opts["db_url"], opts["run_id"])
@@ -116,6 +130,16 @@ def tco(**opts: Any) -> None:
         click.echo(json_text(advice.to_dict(), indent=2, ensure_ascii=False))
         return
     _print(advice)
+
+
+def _trace_mean_usd_per_kwh(path: str) -> float:
+    from greenml.accounting.cost import PriceTrace
+
+    series = PriceTrace.from_csv(path).series
+    mean = series.mean(series.start_s, series.end_s) / 1000.0
+    if mean < 0:
+        raise ConfigError(f"--price-trace {path}: its mean price is negative ({mean:g} USD/kWh)")
+    return mean
 
 
 def _pue(text: str | None) -> float | None:
