@@ -9,13 +9,17 @@ import sys
 import pytest
 
 from greenml.cli import main
+from greenml.cli.advise import ADVISE_COMMANDS
 from greenml.cli.app import COMMANDS, MOVED
 from greenml.cli.optimize import OPTIMIZE_COMMANDS
 from greenml.cli.plan import PLAN_COMMANDS
 
-GROUPS = [("plan", name) for name in sorted(PLAN_COMMANDS)] + [
-    ("optimize", name) for name in sorted(OPTIMIZE_COMMANDS)
-]
+GROUPS = (
+    [("plan", name) for name in sorted(PLAN_COMMANDS)]
+    + [("optimize", name) for name in sorted(OPTIMIZE_COMMANDS)]
+    + [("advise", name) for name in sorted(ADVISE_COMMANDS)]
+    + [("label", "bench")]
+)
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

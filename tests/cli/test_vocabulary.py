@@ -40,6 +40,8 @@ EXCEPTIONS = {
     ("--precision", "optimize sweep"): "a sweep measures a comma-separated list of precisions",
     ("--baseline", "check"): "the CI gate also takes run-record files (ID|FILE)",
     ("--workload", "optimize straggler-sim"): "a dataset's V100 curve, not a DATASET/NETWORK trace",
+    ("--workload", "advise hardware"): "the measured run (RUN_ID) a workload is scaled from",
+    ("--workload", "advise tco"): "the measured run (RUN_ID) whose GPU power is used",
 }
 
 # Options defined once in greenml/cli/options.py: the same help everywhere too.

@@ -38,6 +38,9 @@ COMMANDS = {
     "compress": "greenml.cli.compress:compress",
     "serve": "greenml.cli.serve:serve",
     "schema": "greenml.cli.schema:schema",
+    "advise": "greenml.cli.advise:advise",
+    "audit": "greenml.cli.audit:audit",
+    "label": "greenml.cli.label:label",
 }
 
 # old name → where the command is now (under `greenml`); hidden, kept for one release

@@ -78,8 +78,41 @@ def check(
         click.echo(json_text(verdict.to_dict(), ensure_ascii=False))
     else:
         click.echo(verdict.line())
+    _remember(verdict.to_dict(), db_url)
     if not verdict.passed:
         ctx.exit(1)
+
+
+VERDICTS_KEPT = 500
+
+
+def _remember(verdict: dict[str, Any], db_url: str | None) -> None:
+    """Keep the verdict in the run store (``greenml audit``'s evidence of a CI gate).
+
+    Only when a store is named (``--db``, ``GREENML_DB``) or the default one exists; a
+    store that cannot take it leaves the verdict and exit code as they are, and says so.
+    """
+    import os
+    from datetime import datetime, timezone
+
+    from greenml.errors import GreenmlError
+
+    try:
+        from greenml.store.url import resolve_url, sqlite_path
+
+        path = sqlite_path(resolve_url(db_url))
+        named = db_url is not None or bool(os.environ.get("GREENML_DB"))
+        if not named and (path is None or not path.exists()):
+            return
+        from greenml.cli.runs import open_ingested
+
+        with open_ingested(db_url) as store:
+            state = store.get_state("gate", "verdicts") or {}
+            kept = [v for v in state.get("verdicts") or [] if isinstance(v, dict)]
+            entry = {**verdict, "checked_at": datetime.now(timezone.utc).isoformat()}
+            store.put_state("gate", "verdicts", {"verdicts": [*kept, entry][-VERDICTS_KEPT:]})
+    except GreenmlError as exc:
+        click.echo(f"greenml: note: verdict not stored: {exc}", err=True)
 
 
 def _load(sides: list[tuple[str, ...]], db_url: str | None) -> list[list[dict[str, Any]]]:

@@ -196,6 +196,10 @@ class RunSet:
     def gpu_names(self) -> list[str]:
         return list(self.devices)
 
+    def state(self, namespace: str, key: str) -> dict[str, Any] | None:
+        """An advisor's document from the store the runs came from (None without one)."""
+        return self._store.get_state(namespace, key) if self._store is not None else None
+
     def samples(self, run_id: str) -> list[dict[str, Any]]:
         """The stored power samples of one run (empty without a store)."""
         return self._store.samples(run_id) if self._store is not None else []
