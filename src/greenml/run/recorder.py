@@ -114,7 +114,7 @@ class Recorder:
         self,
         measurement: Measurement,
         *,
-        exit_code: int,
+        exit_code: int | None,
         status: str,
         ended_at: float,
         notes: list[str] | None = None,
@@ -151,7 +151,7 @@ class Recorder:
         return None
 
     def _finished(
-        self, measurement: Measurement, *, exit_code: int, status: str, ended_at: float,
+        self, measurement: Measurement, *, exit_code: int | None, status: str, ended_at: float,
         notes: list[str], extra: dict[str, Any], windows: Sequence[Measurement],
     ) -> FinishedRun:  # fmt: skip
         """The run as :func:`~greenml.run.persist.persist_run` takes it (samples added later)."""

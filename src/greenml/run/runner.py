@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from greenml.accounting.run_accounting import (
-    Accounting,
     AccountingOptions,
+    account_safely,
+    effective_rates,
     prepare_accounting,
-    unavailable,
 )
 from greenml.errors import ConfigError
 from greenml.measure.events import ENV_VAR
@@ -192,8 +192,8 @@ def _measure(
     _remove(events_path)
     timelines = {d.key: meter.timeline(d.key) for d in meter.devices} if accounting.active else {}
     meter.close()
-    blocks = _account(accounting, measurement, timelines)
-    progress = tracker.summary(**_effective_rates(blocks, measurement.total_kwh))
+    blocks = account_safely(accounting, measurement, timelines)
+    progress = tracker.summary(**effective_rates(blocks, measurement.total_kwh))
     if progress is not None:
         blocks = {**blocks, "progress": progress}
     status = run_status(code, child.interrupted_by)
@@ -283,29 +283,3 @@ def _static_rates(options: AccountingOptions | None) -> tuple[float | None, floa
     simple_price = not options.price_trace and not options.instance
     usd = options.price * pue if options.price is not None and simple_price else None
     return g, usd
-
-
-def _effective_rates(blocks: dict[str, Any], kwh: float) -> dict[str, float | None]:
-    """The run's own carbon and cost per measured kWh (PUE, trace, instance included)."""
-    kg = (blocks.get("carbon") or {}).get("kg")
-    usd = (blocks.get("cost") or {}).get("usd")
-    if kwh <= 0:
-        return {"g_per_kwh": None, "usd_per_kwh": None}
-    return {
-        "g_per_kwh": None if kg is None else float(kg) * 1000 / kwh,
-        "usd_per_kwh": None if usd is None else float(usd) / kwh,
-    }
-
-
-def _account(
-    accounting: Accounting, measurement: Measurement, timelines: dict[str, Any]
-) -> dict[str, Any]:
-    """The carbon and cost blocks; a bug in them must not cost the user the run record."""
-    try:
-        return accounting.account(measurement, timelines)
-    except Exception as exc:
-        log.warning("greenml: carbon and cost not computed: %r", exc)
-        reason = f"accounting failed: {exc!r}"
-        return {"carbon": unavailable("kg", reason), "cost": unavailable("usd", reason)}
-
-
