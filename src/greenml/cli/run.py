@@ -138,6 +138,27 @@ if TYPE_CHECKING:
     is_flag=True,
     help="If greenml is killed, send COMMAND SIGTERM (Linux); by default it runs on, unmeasured.",
 )
+@click.option(
+    "--budget",
+    metavar="AMOUNT",
+    help="A budget: 2kWh, 500Wh, 1.5kg (CO2eq), 10usd. Judged on the projection's lower bound "
+    "(greenml.progress) or what was spent.",
+)
+@click.option(
+    "--on-budget",
+    type=click.Choice(["warn", "stop"]),
+    default="warn",
+    show_default=True,
+    help="Once the budget is surely passed: warn with the projected total, or stop COMMAND "
+    "(SIGTERM: a resilience checkpointer saves and exits 75).",
+)
+@click.option(
+    "--log-to",
+    "log_to",
+    multiple=True,
+    type=click.Choice(["mlflow", "wandb", "tensorboard"]),
+    help="Also log energy, power, CO2eq and cost to this tracker (repeatable).",
+)
 @accounting_options
 @when_options
 @click.argument(
@@ -163,10 +184,14 @@ def run(
     interruptible: bool,
     min_chunk: str | None,
     max_pieces: int | None,
+    budget: str | None,
+    on_budget: str,
+    log_to: tuple[str, ...],
     **accounting: Any,
 ) -> None:
     """Run COMMAND, measure its energy, save the run, and exit with COMMAND's exit code."""
     from greenml.accounting.run_accounting import AccountingOptions
+    from greenml.run.budget import parse_budget
     from greenml.run.process import exit_like
     from greenml.run.runner import RunOptions, parse_tags, run_measured
 
@@ -184,6 +209,8 @@ def run(
         json_out=json_out,
         accounting=AccountingOptions(**accounting),
         kill_on_exit=kill_on_exit,
+        budget=parse_budget(budget, on_budget) if budget is not None else None,
+        log_to=log_to,
     )
     green = None
     planned = (deadline, duration, earliest_start, min_chunk, max_pieces)

@@ -293,8 +293,10 @@ class Run:
             )  # fmt: skip
             if self._recorder.error is not None:
                 self._gap("store", f"run not stored: {self._recorder.error}")
+        from greenml.run.runner import run_statement
+
         record = self.record.to_dict() if self.record is not None else None
-        self._feed.finish(record, _statement(record))
+        self._feed.finish(record, run_statement(self.record))
 
     def _release(self) -> None:
         self._stop.set()
@@ -477,16 +479,3 @@ def _ending(exc: BaseException | None) -> tuple[str, int | None]:
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted", 130
     return "failed", 1
-
-
-def _statement(record: dict[str, Any] | None) -> str | None:
-    """The run's impact statement (report kind ``statement``, Markdown), or ``None``."""
-    if record is None:
-        return None
-    try:
-        from greenml.report.statement import statement_markdown
-
-        return statement_markdown(record)
-    except Exception as exc:
-        log.debug("greenml: no impact statement: %r", exc)
-        return None

@@ -34,8 +34,10 @@ from greenml.run.preflight import check_run_inputs, storable_arg
 from greenml.run.process import Child, run_status
 from greenml.run.projection import ProgressTracker, Projection
 from greenml.run.recorder import Recorder, RunStart
+from greenml.run.window_feed import WindowFeed
 
 if TYPE_CHECKING:
+    from greenml.run.budget import Budget
     from greenml.store.run_record import RunRecord
 
 RUN_WINDOW = "run"
@@ -60,6 +62,8 @@ class RunOptions:
     accounting: AccountingOptions | None = None  # location, PUE, prices, instance
     extra: Callable[[], dict[str, Any]] | None = None  # more record blocks, asked for at the end
     kill_on_exit: bool = False  # the command gets SIGTERM if greenml dies (Linux)
+    budget: Budget | None = None  # warn, or SIGTERM the command, once surely passed
+    log_to: Sequence[str] = ()  # tracker sinks (mlflow, wandb, tensorboard)
 
 
 @dataclass
@@ -106,6 +110,7 @@ def run_measured(
     check_run_inputs(name=options.name, tags=options.tags, db_url=options.db_url,
                      json_out=options.json_out)  # fmt: skip
     accounting = prepare_accounting(options.accounting)
+    sinks = _sinks(options)
     started_at = time.time()
     events_path = _events_file()
     g_per_kwh, usd_per_kwh = _static_rates(options.accounting)
@@ -123,7 +128,8 @@ def run_measured(
         _close(gpu_sensors)
         raise
     try:
-        return _measure(child, options, accounting, tracker, started_at, events_path,
+        feed = WindowFeed(accounting, sinks, _warn_once(set()))
+        return _measure(child, options, accounting, tracker, feed, started_at, events_path,
                         gpu_sensors, notes, on_tick, on_progress)  # fmt: skip
     except Exception as exc:  # the command runs: greenml must not end in a traceback
         return _unmeasured(child, started_at, events_path, exc)
@@ -131,7 +137,8 @@ def run_measured(
 
 def _measure(
     child: Child, options: RunOptions, accounting: Any, tracker: ProgressTracker,
-    started_at: float, events_path: str, gpu_sensors: list[Sensor], notes: list[str],
+    feed: WindowFeed, started_at: float, events_path: str, gpu_sensors: list[Sensor],
+    notes: list[str],
     on_tick: Callable[[Meter], None] | None, on_progress: Callable[[Projection], None] | None,
 ) -> RunResult:  # fmt: skip
     """Measure the running child until it ends, then account and store the run."""
@@ -166,9 +173,17 @@ def _measure(
             meter,
         )
 
+        budget = _BudgetWatch(options.budget, child)
+
         def tick() -> None:
             try:
-                projection = tracker.poll(meter.peek_window(RUN_WINDOW).total_j, time.time())
+                spent = meter.peek_window(RUN_WINDOW)
+                projection = tracker.poll(spent.total_j, time.time())
+                if feed.sinks or budget.needs_rates:
+                    feed.rates_from(spent)
+                    feed.take(tracker.windows)
+                    feed.flush()
+                budget.check(spent.total_j, projection, feed, tracker)
             except Exception as exc:  # a bad event must not cost the user the run
                 log.debug("greenml: events not read: %r", exc)
                 projection = None
@@ -196,12 +211,16 @@ def _measure(
     progress = tracker.summary(**effective_rates(blocks, measurement.total_kwh))
     if progress is not None:
         blocks = {**blocks, "progress": progress}
-    status = run_status(code, child.interrupted_by)
+    status = run_status(code, [*child.interrupted_by, *budget.signals])
+    if budget.block is not None:
+        blocks = {**blocks, "budget": budget.block}
     extra = {**options.extra(), **blocks} if options.extra is not None else blocks
     record = recorder.finish(
         measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes,
         wait_for_store=options.wait_for_store, extra=extra, windows=tracker.windows,
     )  # fmt: skip
+    feed.take(tracker.windows)
+    feed.finish(record.to_dict() if record is not None else None, run_statement(record))
     return RunResult(
         exit_code=code,
         run_id=recorder.run_id,
@@ -283,3 +302,69 @@ def _static_rates(options: AccountingOptions | None) -> tuple[float | None, floa
     simple_price = not options.price_trace and not options.instance
     usd = options.price * pue if options.price is not None and simple_price else None
     return g, usd
+
+
+def _sinks(options: RunOptions) -> list[Any]:
+    """The tracker sinks of ``--log-to`` (a missing package stops the run before it starts)."""
+    if not options.log_to:
+        return []
+    from greenml.trackers.base import make_sinks
+
+    return make_sinks(options.log_to, run_name=options.name)
+
+
+def _warn_once(seen: set[str]) -> Callable[[str, str], None]:
+    def warn(key: str, message: str) -> None:
+        if key not in seen:
+            seen.add(key)
+            log.warning("%s", message)
+
+    return warn
+
+
+def run_statement(record: RunRecord | None) -> str | None:
+    """The impact statement (Markdown) of a stored run, for the trackers; ``None`` if none."""
+    if record is None:
+        return None
+    try:
+        from greenml.report.statement import statement_markdown
+
+        return statement_markdown(record.to_dict())
+    except Exception as exc:
+        log.debug("greenml: no impact statement: %r", exc)
+        return None
+
+
+class _BudgetWatch:
+    """``--budget``: warns once, or sends the command SIGTERM, when the budget is surely passed."""
+
+    def __init__(self, budget: Budget | None, child: Child) -> None:
+        self.budget = budget
+        self.block: dict[str, Any] | None = None if budget is None else {
+            **budget.to_dict(), "passed": False}  # fmt: skip
+        self.signals: list[int] = []
+        self.needs_rates = budget is not None and budget.unit != "kWh"
+        self._child = child
+
+    def check(self, spent_j: float, projection: Any, feed: WindowFeed, tracker: Any) -> None:
+        if self.budget is None or (self.block or {}).get("passed"):
+            return
+        import signal
+        import sys
+
+        from greenml.run.budget import check_budget
+
+        g = feed.g_per_kwh if feed.g_per_kwh is not None else tracker.g_per_kwh
+        usd = feed.usd_per_kwh if feed.usd_per_kwh is not None else tracker.usd_per_kwh
+        verdict = check_budget(self.budget, spent_j=spent_j, projection=projection,
+                               g_per_kwh=g, usd_per_kwh=usd)  # fmt: skip
+        if verdict is None:
+            return
+        self.block = {**self.budget.to_dict(), "passed": True, **verdict.to_dict(time.time())}
+        if self.budget.on_budget == "stop":
+            print(f"{verdict.message()}; stopping the command (SIGTERM)", file=sys.stderr)
+            self.signals.append(signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._child.pid, signal.SIGTERM)
+        else:
+            print(verdict.message(), file=sys.stderr)
