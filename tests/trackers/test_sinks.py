@@ -120,7 +120,10 @@ def test_an_unknown_tracker_is_a_config_error_and_a_missing_one_names_its_extra(
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "tensorboard" else real(name, *a))  # fmt: skip
+
+    def without_tensorboard(name: str, *args: Any) -> Any:
+        return None if name == "tensorboard" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_tensorboard)
     with pytest.raises(MissingExtra, match=r"pip install 'greenml\[tensorboard\]'"):
         make_sinks(["tensorboard"])
