@@ -45,8 +45,11 @@ class KnobUnavailable(ConfigError):
     """A sweep knob cannot be applied on this machine or to this step; the config is skipped."""
 
 
-class MissingExtra(ConfigError):
-    """A feature needs an optional dependency: the message names ``pip install 'greenml[…]'``."""
+class MissingExtra(ConfigError, ImportError):
+    """A feature needs an optional dependency: the message names ``pip install 'greenml[…]'``.
+
+    Also an ImportError, so ``except ImportError`` around an optional import still works.
+    """
 
     def __init__(self, feature: str, extra: str, cause: BaseException | None = None) -> None:
         self.feature, self.extra = feature, extra

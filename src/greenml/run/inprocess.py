@@ -380,6 +380,19 @@ class Run:
             with self._lock:
                 self._events.append(event)
 
+    def carbon_kg(self, measurement: Measurement) -> float | None:
+        """CO2eq of a window at the run's effective rate so far (``None``: not known)."""
+        feed = self._feed
+        if feed is None or self._meter is None:
+            return None
+        if feed.g_per_kwh is None:
+            try:
+                feed.rates_from(self._meter.peek_window(RUN_WINDOW))
+            except Exception as exc:
+                self._warn("rates", f"greenml: carbon of windows unknown: {exc!r}")
+        g = feed.g_per_kwh
+        return None if g is None else measurement.total_kwh * g / 1000
+
     @property
     def projection(self) -> Any | None:
         """The latest :class:`~greenml.run.projection.Projection` (``None`` before two reports)."""
