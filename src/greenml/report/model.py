@@ -89,6 +89,12 @@ class Report:
     runs: list[str]
     generated_at: str
 
+    def _repr_html_(self) -> str:
+        """The HTML report (tables and charts) in a notebook, its style kept to itself."""
+        from greenml.report.notebook import report_html
+
+        return report_html(self)
+
     def to_dict(self) -> dict[str, Any]:
         """Everything, as JSON-ready dicts (the ``json`` format)."""
         return asdict(self)
