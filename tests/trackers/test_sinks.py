@@ -12,7 +12,7 @@ import pytest
 import greenml
 from greenml.errors import ConfigError, MissingExtra
 from greenml.measure.sensors.fake import FakeDevice, FakeSensor
-from greenml.trackers.base import make_sinks
+from greenml.trackers.factory import make_sinks
 from tests.trackers.wandb_log import history_and_summary
 
 CI = 400.0

@@ -16,18 +16,9 @@ from greenml.measure.html import measurement_html
 if TYPE_CHECKING:
     from greenml.report.model import Report
 
-FRAME_HEIGHT_PX = 640
-
-
 def report_html(report: Report) -> str:
-    """The whole HTML report, in a sandboxed frame."""
-    from greenml.report.html import render_html
-
-    page = escape(render_html(report), quote=True)
-    return (
-        f'<iframe srcdoc="{page}" sandbox style="width:100%;height:{FRAME_HEIGHT_PX}px;'
-        'border:1px solid #ddd"></iframe>'
-    )
+    """The whole HTML report, in a sandboxed frame (``Report._repr_html_``)."""
+    return report._repr_html_()
 
 
 def run_html(run: Any) -> str:

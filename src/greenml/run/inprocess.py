@@ -229,7 +229,7 @@ class Run:
     def _make_sinks(self) -> list[Any]:
         if not self._log_to:
             return []
-        from greenml.trackers.base import make_sinks
+        from greenml.trackers.factory import make_sinks
 
         sinks = []
         for spec in self._log_to:

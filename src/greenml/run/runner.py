@@ -308,7 +308,7 @@ def _sinks(options: RunOptions) -> list[Any]:
     """The tracker sinks of ``--log-to`` (a missing package stops the run before it starts)."""
     if not options.log_to:
         return []
-    from greenml.trackers.base import make_sinks
+    from greenml.trackers.factory import make_sinks
 
     return make_sinks(options.log_to, run_name=options.name)
 

@@ -1,4 +1,4 @@
-"""What every tracker sink receives, and how sinks are made from names.
+"""What every tracker sink receives (:class:`WindowMetrics`) and is (:class:`Sink`).
 
 Metric names are the same in every tracker: ``greenml/WINDOW/energy_kwh``,
 ``greenml/WINDOW/power_w``, ``greenml/WINDOW/co2_kg``, ``greenml/WINDOW/cost_usd``
@@ -9,13 +9,11 @@ the windows of that name), and at the end the run's totals ``greenml/energy_kwh`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from greenml.errors import ConfigError, MissingExtra
-
-TRACKERS = ("mlflow", "wandb", "tensorboard")
+from greenml.errors import MissingExtra
 
 
 @dataclass(frozen=True)
@@ -70,36 +68,6 @@ class Sink(Protocol):
     def finish(self, record: dict[str, Any] | None, statement: str | None) -> None:
         """Log the totals, the run record (an artifact) and the impact statement; close."""
         ...
-
-
-def make_sinks(specs: Iterable[Any], run_name: str | None = None) -> list[Sink]:
-    """Sinks from names (``"mlflow"``, ``"wandb"``, ``"tensorboard"``) or sink objects.
-
-    Raises:
-        ConfigError: An unknown name.
-        MissingExtra: The tracker's package is not installed (names the extra).
-    """
-    sinks: list[Sink] = []
-    for spec in specs:
-        if isinstance(spec, Sink):
-            sinks.append(spec)
-            continue
-        name = str(spec).strip().lower()
-        if name == "mlflow":
-            from greenml.trackers.mlflow import MlflowSink
-
-            sinks.append(MlflowSink(run_name=run_name))
-        elif name == "wandb":
-            from greenml.trackers.wandb import WandbSink
-
-            sinks.append(WandbSink(run_name=run_name))
-        elif name == "tensorboard":
-            from greenml.trackers.tensorboard import TensorBoardSink
-
-            sinks.append(TensorBoardSink(run_name=run_name))
-        else:
-            raise ConfigError(f"unknown tracker {spec!r}; known: {', '.join(TRACKERS)}")
-    return sinks
 
 
 def require(module: str, extra: str, feature: str) -> Any:
