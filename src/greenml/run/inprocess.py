@@ -75,6 +75,9 @@ class Run:
         tags: Labels kept with the run.
         db: The store (a path or URL); ``GREENML_DB`` or the default file when ``None``.
         gpus: GPU indices to measure (``None``: all, ``[]``: none); ``cpu``: the CPU and DRAM.
+        cpu_scope: For the CPU/DRAM model (no RAPL): ``machine`` (as a Meter; a window
+            costs ~10 µs) or ``process``, this process tree as ``greenml run`` measures
+            it (each window edge reads /proc for every process of the tree: ~50 µs).
         sample_hz: Power sampling rate.
         budget_kwh, budget_kg, budget_usd: One budget, judged on the projection's lower bound.
         on_budget: ``"warn"`` (one warning with the projected total) or ``"stop"`` (SIGTERM).
@@ -100,6 +103,7 @@ class Run:
         db: str | None = None,
         gpus: Sequence[int] | None = None,
         cpu: bool = True,
+        cpu_scope: str = "machine",
         sample_hz: float = 1.0,
         budget_kwh: float | None = None,
         budget_kg: float | None = None,
@@ -122,6 +126,7 @@ class Run:
             "pue": None if pue is None else str(pue),
         }  # fmt: skip
         self._db, self._gpus, self._cpu, self._sample_hz = db, gpus, cpu, sample_hz
+        self._cpu_scope = cpu_scope
         self._include_hostname, self._given_sensors, self._store = include_hostname, sensors, store
         self._log_to, self._tick_s = list(log_to), tick_s
         self.record: RunRecord | None = None
@@ -142,6 +147,7 @@ class Run:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._storing: threading.Thread | None = None
         self._ids = itertools.count()
         self._open: set[str] = set()
         self._warned: set[str] = set()
@@ -207,7 +213,7 @@ class Run:
         if sensors is None:
             from greenml.measure.sensors.discover import discover_sensors
 
-            sensors, notes = discover_sensors(self._gpus, self._cpu, "process", os.getpid())
+            sensors, notes = discover_sensors(self._gpus, self._cpu, self._cpu_scope, os.getpid())
         meter = Meter(sensors=sensors, sample_hz=self._sample_hz, record_samples=self._store)
         meter.notes[:0] = notes
         return meter
@@ -239,9 +245,14 @@ class Run:
                 self._gap(f"sink {spec}", f"tracker {spec!r} not used: {exc}")
         return sinks
 
-    def stop(self, *, status: str = "completed", exit_code: int | None = 0) -> RunRecord | None:
+    def stop(
+        self, *, status: str = "completed", exit_code: int | None = 0, wait: bool = True
+    ) -> RunRecord | None:
         """End the run, account and store it; returns the record (``None``: not stored).
 
+        The measurement ends here. With ``wait=False`` the accounting, the store and
+        the trackers are done by a background thread and ``None`` is returned at once;
+        :meth:`wait` gives the record (the interpreter waits for the thread at exit).
         Never raises; a second call returns the same record.
         """
         if self._state != "running":
@@ -252,19 +263,32 @@ class Run:
         with contextlib.suppress(ValueError):
             _current.remove(self)
         if self.joined or self._meter is None:
+            self._release()
             return None
         try:
-            self._finish(status, exit_code)
+            ended = self._end_measuring(status, exit_code)
         except Exception as exc:
             self._gap("stop", f"the run could not be finished: {exc!r}")
+            return None
         finally:
             self._release()
+        if wait:
+            self._store_safely(ended)
+            return self.record
+        self._storing = threading.Thread(target=self._store_safely, args=(ended,),
+                                         name="greenml-run-store")  # fmt: skip
+        self._storing.start()
+        return None
+
+    def wait(self, timeout: float | None = None) -> RunRecord | None:
+        """The record once a ``stop(wait=False)`` has stored it (``None``: not stored)."""
+        if self._storing is not None:
+            self._storing.join(timeout)
         return self.record
 
-    def _finish(self, status: str, exit_code: int | None) -> None:
-        from greenml.accounting.run_accounting import account_safely, effective_rates
-
-        assert self._meter is not None and self._tracker is not None and self._feed is not None
+    def _end_measuring(self, status: str, exit_code: int | None) -> dict[str, Any]:
+        """Stop the background thread and close the run window (what stop cannot defer)."""
+        assert self._meter is not None
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -274,7 +298,26 @@ class Run:
         self.measurement = m = meter.end_window(RUN_WINDOW, sync_execution=False)
         timelines = {d.key: meter.timeline(d.key) for d in meter.devices}
         meter.close()
+        return {"measurement": m, "timelines": timelines, "status": status,
+                "exit_code": exit_code, "ended_at": time.time(),
+                "notes": [*meter.notes, *self.notes]}  # fmt: skip
+
+    def _store_safely(self, ended: dict[str, Any]) -> None:
+        try:
+            self._store_run(**ended)
+        except Exception as exc:
+            self._gap("stop", f"the run could not be stored: {exc!r}")
+
+    def _store_run(
+        self, measurement: Measurement, timelines: dict[str, Any], status: str,
+        exit_code: int | None, ended_at: float, notes: list[str],
+    ) -> None:  # fmt: skip
+        from greenml.accounting.run_accounting import account_safely, effective_rates
+        from greenml.run.runner import run_statement
+
+        assert self._tracker is not None and self._feed is not None
         assert self._accounting is not None
+        m = measurement
         blocks = account_safely(self._accounting, m, timelines)
         extra: dict[str, Any] = dict(blocks)
         summary = self._tracker.summary(**effective_rates(blocks, m.total_kwh))
@@ -285,16 +328,13 @@ class Run:
             passed = {} if verdict is None else verdict.to_dict(time.time())
             extra["budget"] = {**self.budget.to_dict(), "passed": verdict is not None, **passed}
         self.accounting_blocks = blocks
-        notes = [*meter.notes, *self.notes]
         if self._recorder is not None:
             self.record = self._recorder.finish(
-                m, exit_code=exit_code, status=status, ended_at=time.time(), notes=notes,
+                m, exit_code=exit_code, status=status, ended_at=ended_at, notes=notes,
                 wait_for_store=True, extra=extra, windows=self._windows,
             )  # fmt: skip
             if self._recorder.error is not None:
                 self._gap("store", f"run not stored: {self._recorder.error}")
-        from greenml.run.runner import run_statement
-
         record = self.record.to_dict() if self.record is not None else None
         self._feed.finish(record, run_statement(self.record))
 
@@ -359,7 +399,7 @@ class Run:
         if self.joined and self._meter is None:
             try:  # windows only: sampled at the edges and published to the parent
                 self._meter = Meter(sensors=self._given_sensors, gpus=self._gpus, cpu=self._cpu,
-                                    sample_hz=self._sample_hz, cpu_scope="process",
+                                    sample_hz=self._sample_hz, cpu_scope=self._cpu_scope,
                                     pid=os.getpid(), publish_windows=True)  # fmt: skip
             except Exception as exc:
                 self._gap("meter", f"windows not measured: {exc!r}")
