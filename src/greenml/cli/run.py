@@ -191,10 +191,15 @@ def run(
 ) -> None:
     """Run COMMAND, measure its energy, save the run, and exit with COMMAND's exit code."""
     from greenml.accounting.run_accounting import AccountingOptions
+    from greenml.config.settings import setting
     from greenml.run.budget import parse_budget
     from greenml.run.process import exit_like
     from greenml.run.runner import RunOptions, parse_tags, run_measured
 
+    db_url = setting("store.db", db_url)  # option > environment > config file
+    accounting["pue"] = setting("run.pue", accounting.get("pue"))
+    accounting["price"] = setting("run.price", accounting.get("price"))
+    log_to = tuple(setting("run.log_to", list(log_to) or None))
     options = RunOptions(
         command=command,
         name=name,

@@ -78,7 +78,9 @@ class Run:
         cpu_scope: For the CPU/DRAM model (no RAPL): ``machine`` (as a Meter; a window
             costs ~10 µs) or ``process``, this process tree as ``greenml run`` measures
             it (each window edge reads /proc for every process of the tree: ~50 µs).
-        sample_hz: Power sampling rate.
+        sample_hz: Power sampling rate (default 1 Hz).
+        Unset ``pue``, ``price``, ``db``, ``sample_hz`` and ``log_to`` come from the environment,
+        then the config file (:mod:`greenml.config.settings`); a bad one is a warning.
         budget_kwh, budget_kg, budget_usd: One budget, judged on the projection's lower bound.
         on_budget: ``"warn"`` (one warning with the projected total) or ``"stop"`` (SIGTERM).
         log_to: Tracker sinks: ``"mlflow"``, ``"wandb"``, ``"tensorboard"`` or sink objects.
@@ -104,12 +106,12 @@ class Run:
         gpus: Sequence[int] | None = None,
         cpu: bool = True,
         cpu_scope: str = "machine",
-        sample_hz: float = 1.0,
+        sample_hz: float | None = None,
         budget_kwh: float | None = None,
         budget_kg: float | None = None,
         budget_usd: float | None = None,
         on_budget: str = "warn",
-        log_to: Sequence[Any] = (),
+        log_to: Sequence[Any] | None = None,
         include_hostname: bool = True,
         sensors: Sequence[Sensor] | None = None,
         store: bool = True,
@@ -117,6 +119,7 @@ class Run:
     ) -> None:
         self.name = name
         self.tags = {str(k): str(v) for k, v in (tags or {}).items()}
+        pue, price, db, sample_hz, log_to = _settings(pue, price, db, sample_hz, log_to)
         self.budget = budget_from(budget_kwh, budget_kg, budget_usd, on_budget)
         if not tick_s > 0:
             raise ConfigError(f"tick_s must be > 0, got {tick_s!r}")
@@ -197,6 +200,8 @@ class Run:
             self._gap("accounting", self._accounting.failure)
         self._meter = self._open_meter()
         self._meter.begin_window(RUN_WINDOW, sync_execution=False)
+        log.info("greenml: run %s measures %s", self.name or "", ", ".join(
+            f"{d.key} ({d.method})" for d in self._meter.devices) or "nothing")  # fmt: skip
         if self._store:
             self._recorder = self._open_recorder(self._meter)
             self.run_id = self._recorder.run_id
@@ -532,3 +537,23 @@ def _ending(exc: BaseException | None) -> tuple[str, int | None]:
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted", 130
     return "failed", 1
+
+
+def _settings(
+    pue: Any, price: Any, db: Any, sample_hz: Any, log_to: Any
+) -> tuple[Any, Any, Any, float, list[Any]]:
+    """The arguments left unset, from the environment or the config file (never raises)."""
+    from greenml.config.settings import setting
+
+    given = {"run.pue": pue, "run.price": price, "store.db": db, "run.sample_hz": sample_hz,
+             "run.log_to": None if log_to is None else list(log_to)}  # fmt: skip
+    out: dict[str, Any] = {}
+    for name, value in given.items():
+        try:
+            out[name] = setting(name, value)
+        except Exception as exc:  # a bad config file must not stop the training
+            log.warning("greenml: setting %s not read: %s", name, exc)
+            out[name] = value
+    hz = out["run.sample_hz"]
+    return (out["run.pue"], out["run.price"], out["store.db"], 1.0 if hz is None else float(hz),
+            list(out["run.log_to"] or []))  # fmt: skip

@@ -158,6 +158,8 @@ def _measure(
         )
         meter.notes[:0] = notes
         meter.begin_window(RUN_WINDOW, sync_execution=False)
+        log.info("greenml: measuring %s", ", ".join(f"{d.key} ({d.method})" for d in meter.devices)
+                 or "nothing (no sensor)")  # fmt: skip
         recorder = Recorder(
             RunStart(
                 name=options.name,
