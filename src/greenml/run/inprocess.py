@@ -78,9 +78,9 @@ class Run:
         cpu_scope: For the CPU/DRAM model (no RAPL): ``machine`` (as a Meter; a window
             costs ~10 µs) or ``process``, this process tree as ``greenml run`` measures
             it (each window edge reads /proc for every process of the tree: ~50 µs).
-        sample_hz: Power sampling rate (default 1 Hz).
-        Unset ``pue``, ``price``, ``db``, ``sample_hz`` and ``log_to`` come from the environment,
-        then the config file (:mod:`greenml.config.settings`); a bad one is a warning.
+        sample_hz: Power sampling rate (default 1 Hz). Unset ``pue``, ``price``, ``db``,
+            ``sample_hz`` and ``log_to`` come from the environment, then the config file
+            (:mod:`greenml.config.settings`); a bad one is a warning.
         budget_kwh, budget_kg, budget_usd: One budget, judged on the projection's lower bound.
         on_budget: ``"warn"`` (one warning with the projected total) or ``"stop"`` (SIGTERM).
         log_to: Tracker sinks: ``"mlflow"``, ``"wandb"``, ``"tensorboard"`` or sink objects.
