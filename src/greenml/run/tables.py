@@ -58,7 +58,7 @@ def table_rows(
 ) -> list[dict[str, Any]]:  # fmt: skip
     """The rows of the runs that match, oldest first."""
     tags = _tags(tag)
-    after = _since(since)
+    after = since_time(since)
     rows = []
     for summary in store.list_runs(limit=0, name=name, tag=tags or None):
         started = datetime.fromisoformat(summary["started_at"])
@@ -77,7 +77,7 @@ def _tags(tag: dict[str, str] | str | None) -> dict[str, str]:
     return {key.strip(): value}
 
 
-def _since(since: datetime | str | None) -> datetime | None:
+def since_time(since: datetime | str | None) -> datetime | None:
     if since is None:
         return None
     if isinstance(since, str):
