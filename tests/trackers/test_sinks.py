@@ -127,3 +127,44 @@ def test_an_unknown_tracker_is_a_config_error_and_a_missing_one_names_its_extra(
     monkeypatch.setattr(importlib.util, "find_spec", without_tensorboard)
     with pytest.raises(MissingExtra, match=r"pip install 'greenml\[tensorboard\]'"):
         make_sinks(["tensorboard"])
+
+
+def test_greenml_run_log_to_sends_the_commands_published_windows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("tensorboard")
+    import sys
+    import textwrap
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from greenml.run import runner
+
+    monkeypatch.setenv("GREENML_TENSORBOARD_DIR", str(tmp_path / "tb"))
+    sensor = FakeSensor([FakeDevice("cpu0", [(0, 80.0)])])
+    monkeypatch.setattr(runner, "discover_cpu_sensors", lambda *a, **k: ([sensor], []))
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    child = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {src!r})
+        from greenml import Meter
+        from greenml.measure.sensors.fake import FakeDevice, FakeSensor
+        meter = Meter(sensors=[FakeSensor([FakeDevice("gpu0", [(0, 100.0)])])], sample_hz=0,
+                      publish_windows=True)
+        for _ in range(2):
+            with meter.window("epoch"):
+                time.sleep(0.02)
+    """)
+    options = runner.RunOptions(
+        command=[sys.executable, "-c", child], db_url=str(tmp_path / "r.db"), gpus=[],
+        log_to=["tensorboard"], wait_for_store=True,
+        accounting=runner.AccountingOptions(ci=CI),
+    )  # fmt: skip
+    result = runner.run_measured(options)
+    assert result.exit_code == 0 and result.record is not None
+    events = EventAccumulator(str(tmp_path / "tb"))
+    events.Reload()
+    epochs = events.Scalars("greenml/epoch/rank0/energy_kwh")
+    stored = [w.energy_j / 3.6e6 for w in result.record.windows if w.name == "epoch/rank0"]
+    assert [e.value for e in epochs] == pytest.approx(stored, rel=1e-6) and len(stored) == 2
+    assert events.Scalars("greenml/co2_kg")[0].value == pytest.approx(result.record.carbon.kg)
