@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -123,7 +124,7 @@ class Accounting:
 
     def warm_up(self) -> None:
         """Import numpy and the accounting modules in the background while the command runs."""
-        if self.active:
+        if self.active and "greenml.accounting.cost" not in sys.modules:
             threading.Thread(target=_import_heavy, name="greenml-accounting", daemon=True).start()
 
     def account(

@@ -202,15 +202,15 @@ class Run:
         self._meter.begin_window(RUN_WINDOW, sync_execution=False)
         log.info("greenml: run %s measures %s", self.name or "", ", ".join(
             f"{d.key} ({d.method})" for d in self._meter.devices) or "nothing")  # fmt: skip
-        if self._store:
-            self._recorder = self._open_recorder(self._meter)
-            self.run_id = self._recorder.run_id
         self._tracker = ProgressTracker(None, self._started_at)
         self._feed = WindowFeed(self._accounting, self._make_sinks(), self._warn)
         events.add_listener(self._on_event)
         self._catch_sigterm()
         self._thread = threading.Thread(target=self._loop, name="greenml-run", daemon=True)
         self._thread.start()
+        if self._store:  # last: its thread opens the store and reads the environment
+            self._recorder = self._open_recorder(self._meter)
+            self.run_id = self._recorder.run_id
 
     def _open_meter(self) -> Meter:
         sensors = self._given_sensors
@@ -308,6 +308,7 @@ class Run:
                 "notes": [*meter.notes, *self.notes]}  # fmt: skip
 
     def _store_safely(self, ended: dict[str, Any]) -> None:
+        time.sleep(0)  # hand the GIL back at once: stop(wait=False) returns first
         try:
             self._store_run(**ended)
         except Exception as exc:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +71,7 @@ class Recorder:
         self._thread.start()
 
     def _work(self) -> None:
+        time.sleep(0)  # hand the GIL back at once: the thread that started us returns first
         try:
             from greenml.run.environment import capture_environment
             from greenml.store import open_store
