@@ -115,11 +115,12 @@ def test_inside_greenml_run_it_joins_the_outer_run(
 ) -> None:
     monkeypatch.setenv(ENV_VAR, str(tmp_path / "events.jsonl"))
     db = tmp_path / "r.db"
-    with greenml.Run("inner", sensors=[fake()], db=str(db)) as run:
+    with greenml.Run("inner", sensors=[fake()], db=str(db), budget_kwh=1.0) as run:
         with run.window("epoch"):
             time.sleep(0.01)
         run.progress(1, 2)
     assert run.joined and run.record is None and not db.exists()  # the parent stores it
+    assert any("--budget of the outer run applies" in n for n in run.notes)
     kinds = [(e["kind"], e.get("name")) for e in EventReader(tmp_path / "events.jsonl").read_new()]
     assert kinds == [("window", "epoch"), ("progress", None)]
 

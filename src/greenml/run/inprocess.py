@@ -177,6 +177,10 @@ class Run:
             if events.enabled() and os.environ.get(events.ENV_VAR):
                 self.joined = True  # inside `greenml run`: the parent measures and stores
                 self.notes.append("joined the outer greenml run: measured and stored by it")
+                for given, option in ((self.budget, "--budget"), (self._log_to, "--log-to")):
+                    if given:  # said once, never dropped silently
+                        self._gap(option, f"inside greenml run, {option} of the outer run "
+                                  f"applies; this Run's {option.lstrip('-')} is not used")
             else:
                 self._start_measuring()
         except Exception as exc:
