@@ -130,3 +130,22 @@ def test_a_misused_constructor_raises_at_once() -> None:
         greenml.Run(budget_kwh=1, budget_kg=1)
     with pytest.raises(greenml.GreenmlError, match="on_budget"):
         greenml.Run(on_budget="explode")
+
+
+def test_a_failing_start_is_one_warning_and_the_training_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from greenml.run import inprocess
+
+    def no_meter(self: object) -> None:
+        raise OSError("no sensor at all")
+
+    monkeypatch.setattr(inprocess.Run, "_open_meter", no_meter)
+    with caplog.at_level(logging.WARNING, "greenml"), greenml.Run(
+        db=str(tmp_path / "r.db")
+    ) as run, run.window("epoch") as w:
+        run.progress(1, 2)
+    assert run.record is None and w.measurement is None and inprocess.current_run() is None
+    assert [r.getMessage() for r in caplog.records] == [
+        "greenml: the run is not measured: OSError('no sensor at all')"
+    ]

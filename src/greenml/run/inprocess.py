@@ -186,6 +186,13 @@ class Run:
         except Exception as exc:
             self._gap("start", f"the run is not measured: {exc!r}")
             self._state = "failed"
+            self._release()
+            if self._meter is not None:
+                with contextlib.suppress(Exception):
+                    self._meter.close()
+                self._meter = None
+            with contextlib.suppress(ValueError):
+                _current.remove(self)
         return self
 
     def _start_measuring(self) -> None:
