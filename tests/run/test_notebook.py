@@ -47,3 +47,7 @@ def test_a_run_renders_while_running_and_once_stored(tmp_path: Path) -> None:
     run.stop()
     done = run._repr_html_()
     assert "CO2eq" in done and "<iframe" in done and "Carbon Impact Statement" in done
+    assert run.record is not None and run.record.carbon is not None
+    stored = run.record._repr_html_()  # the record alone, as the store gives it
+    assert "gpu0" in stored and f"{run.record.carbon.kg:.4g} kg" in stored
+    assert run.measurement is not None and "<caption" in run.measurement._repr_html_()
