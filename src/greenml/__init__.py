@@ -2,6 +2,9 @@
 
 The public API is small and imported lazily, so ``import greenml`` stays fast::
 
+    with greenml.Run("bert-ft", zone="DE") as run:   # stored, with carbon and cost
+        train()
+
     from greenml import Meter
     meter = Meter()
     with meter.window("epoch") as w:
@@ -22,15 +25,19 @@ _LAZY = {
     "Measurement": "greenml.measure.measurement",
     "GreenmlError": "greenml.errors",
     "progress": "greenml.measure.events",
+    "Run": "greenml.run.inprocess",
+    "runs": "greenml.run.tables",
 }
 
 __all__ = [
     "GreenmlError",
     "Measurement",
     "Meter",
+    "Run",
     "__version__",
     "estimate",
     "progress",
+    "runs",
     "track",
 ]
 
@@ -41,6 +48,8 @@ if TYPE_CHECKING:
     from greenml.measure.measurement import Measurement
     from greenml.measure.meter import Meter
     from greenml.measure.tracking import track
+    from greenml.run.inprocess import Run
+    from greenml.run.tables import runs
 
 
 def __getattr__(name: str) -> Any:

@@ -4,7 +4,8 @@ Every error class of the package is defined here::
 
     GreenmlError                     the CLI prints it as one line, exit 2
     ├── ConfigError                  bad user input: an argument, an option, a file
-    │   └── KnobUnavailable          a sweep knob cannot apply here; its config is skipped
+    │   ├── KnobUnavailable          a sweep knob cannot apply here; its config is skipped
+    │   └── MissingExtra             a feature needs an optional extra that is not installed
     ├── SensorError                  a sensor could not be read (the Meter records a gap)
     │   └── SensorUnavailable        a sensor cannot be opened on this machine
     ├── WindowError                  a measurement window was misused
@@ -45,6 +46,18 @@ class ConfigError(GreenmlError):
 
 class KnobUnavailable(ConfigError):
     """A sweep knob cannot be applied on this machine or to this step; the config is skipped."""
+
+
+class MissingExtra(ConfigError, ImportError):
+    """A feature needs an optional dependency: the message names ``pip install 'greenml[…]'``.
+
+    Also an ImportError, so ``except ImportError`` around an optional import still works.
+    """
+
+    def __init__(self, feature: str, extra: str, cause: BaseException | None = None) -> None:
+        self.feature, self.extra = feature, extra
+        why = f" ({cause})" if cause is not None else ""
+        super().__init__(f"{feature} needs pip install 'greenml[{extra}]'{why}")
 
 
 class SensorError(GreenmlError):

@@ -64,3 +64,48 @@ def test_windows_per_step_and_epoch_and_a_tuned_limit(
     assert nvml.gpus[0].power_limit_w == 250.0
     callback.close()  # a second close does nothing
     assert nvml.gpus[0].power_limit_w == 250.0
+
+
+def test_inside_a_run_the_trainers_logs_carry_the_energy_and_the_run_stores_the_epochs(
+    nvml: FakeNvml, tmp_path: Path
+) -> None:
+    import greenml
+    from greenml.measure.sensors.nvml import NvmlSensor
+
+    ids = torch.randint(0, 32, (2 * STEPS_PER_EPOCH, 8))
+    data = [{"input_ids": row, "labels": row} for row in ids]
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path), per_device_train_batch_size=2, num_train_epochs=EPOCHS,
+        report_to=[], save_strategy="no", logging_strategy="epoch", use_cpu=True,
+        disable_tqdm=True, dataloader_num_workers=0,
+    )  # fmt: skip
+    with greenml.Run("hf", ci=400, sensors=[NvmlSensor(nvml=nvml)], sample_hz=0,
+                     db=str(tmp_path / "r.db")) as run:  # fmt: skip
+        trainer = transformers.Trainer(model=tiny_gpt2(nvml), args=args, train_dataset=data,
+                                       callbacks=[GreenmlTrainerCallback()])  # fmt: skip
+        trainer.train()
+    assert run.record is not None
+    epochs = [w for w in run.record.windows if w.name == "epoch"]
+    assert len(epochs) == EPOCHS
+    history = trainer.state.log_history
+    logged = [e["greenml/energy_kwh"] for e in history if "greenml/energy_kwh" in e]
+    # logged at each epoch's end: the epochs finished by then
+    assert logged[-1] == pytest.approx(sum(w.energy_j for w in epochs) / 3.6e6)
+    assert logged[0] == pytest.approx(epochs[0].energy_j / 3.6e6)
+
+
+def test_a_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    from greenml.errors import MissingExtra
+
+    monkeypatch.setitem(sys.modules, "transformers", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "greenml.integrations.hf", raising=False)
+    with pytest.raises(MissingExtra, match=r"pip install 'greenml\[transformers\]'"):
+        importlib.import_module("greenml.integrations.hf")
+    monkeypatch.setitem(sys.modules, "pytorch_lightning", None)
+    monkeypatch.setitem(sys.modules, "lightning", None)
+    monkeypatch.delitem(sys.modules, "greenml.integrations.lightning", raising=False)
+    with pytest.raises(ImportError, match=r"pytorch-lightning.*pip install 'greenml\[lightning\]'"):
+        importlib.import_module("greenml.integrations.lightning")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,11 +39,11 @@ class Tiny(pl.LightningModule):  # type: ignore[misc,name-defined]
         return torch.optim.SGD(self.parameters(), lr=0.01)
 
 
-def fit(model: Tiny, callback: GreenmlCallback) -> None:
+def fit(model: Tiny, callback: GreenmlCallback, logger: Any = False) -> None:
     torch.manual_seed(0)
     data = torch.utils.data.TensorDataset(*(torch.randn(4 * BATCHES_PER_EPOCH, n) for n in (4, 1)))
     trainer = pl.Trainer(
-        max_epochs=EPOCHS, accelerator="cpu", devices=1, callbacks=[callback], logger=False,
+        max_epochs=EPOCHS, accelerator="cpu", devices=1, callbacks=[callback], logger=logger,
         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
     )  # fmt: skip
     logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)
@@ -80,3 +82,52 @@ def test_a_failing_run_restores_the_limit(
     assert [w for _, w in nvml.set_calls][:3] == [250.0, 250.0, 225.0]  # it was profiling
     assert nvml.gpus[0].power_limit_w == 250.0
     assert len([m for m in callback.measurements if m.name == "step"]) == 5
+
+
+def test_inside_a_run_epochs_are_stored_sent_to_mlflow_and_in_the_trainers_logs(
+    nvml: FakeNvml, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mlflow = pytest.importorskip("mlflow")
+    import greenml
+    from greenml.measure.sensors.nvml import NvmlSensor
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    logger = pl.loggers.CSVLogger(str(tmp_path), name="csv", version=0)
+    with greenml.Run("lit", ci=400, sensors=[NvmlSensor(nvml=nvml)], sample_hz=0,
+                     db=str(tmp_path / "r.db"), log_to=["mlflow"]) as run:  # fmt: skip
+        callback = GreenmlCallback()
+        fit(Tiny(nvml), callback, logger=logger)
+    assert run.record is not None
+    epochs = [w for w in run.record.windows if w.name == "epoch"]
+    assert len(epochs) == EPOCHS and all(w.energy_j > 0 for w in epochs)
+    rows = list(csv.DictReader((tmp_path / "csv" / "version_0" / "metrics.csv").open()))
+    logged = [float(r["greenml/energy_kwh"]) for r in rows if r.get("greenml/energy_kwh")]
+    running = [sum(w.energy_j for w in epochs[: i + 1]) / 3.6e6 for i in range(EPOCHS)]
+    assert logged == pytest.approx(running)
+    co2 = [float(r["greenml/co2_kg"]) for r in rows if r.get("greenml/co2_kg")]
+    assert co2[-1] == pytest.approx(running[-1] * 0.4)
+    client = mlflow.tracking.MlflowClient()
+    (found,) = client.search_runs([client.get_experiment_by_name("greenml").experiment_id])
+    history = client.get_metric_history(found.info.run_id, "greenml/epoch/energy_kwh")
+    assert [m.value for m in history] == pytest.approx([w.energy_j / 3.6e6 for w in epochs])
+
+
+def test_log_to_alone_starts_a_stored_run_for_training(
+    nvml: FakeNvml, meter: Meter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from greenml.store import open_store
+
+    monkeypatch.setenv("GREENML_DB", str(tmp_path / "r.db"))
+    monkeypatch.setenv("GREENML_TENSORBOARD_DIR", str(tmp_path / "tb"))
+    callback = GreenmlCallback(meter, log_to=["tensorboard"], run_name="tb-run")
+    fit(Tiny(nvml), callback)
+    events = EventAccumulator(str(tmp_path / "tb"))
+    events.Reload()
+    assert len(events.Scalars("greenml/epoch/energy_kwh")) == EPOCHS
+    with open_store(str(tmp_path / "r.db")) as store:
+        (row,) = store.list_runs()
+    assert row["name"] == "tb-run" and row["status"] == "completed"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -123,7 +124,7 @@ class Accounting:
 
     def warm_up(self) -> None:
         """Import numpy and the accounting modules in the background while the command runs."""
-        if self.active:
+        if self.active and "greenml.accounting.cost" not in sys.modules:
             threading.Thread(target=_import_heavy, name="greenml-accounting", daemon=True).start()
 
     def account(
@@ -237,6 +238,33 @@ def account_run(
 ) -> dict[str, Any]:
     """``{"carbon": {...}, "cost": {...}}`` for a measured run (prepare + account)."""
     return prepare_accounting(options).account(measurement, timelines)
+
+
+def account_safely(
+    accounting: Accounting, measurement: Measurement, timelines: Mapping[str, Timeline] | None
+) -> dict[str, Any]:
+    """:meth:`Accounting.account`, where even a bug gives labelled blocks, never an exception.
+
+    A run's record must survive its accounting: the blocks say ``unavailable`` and why.
+    """
+    try:
+        return accounting.account(measurement, timelines)
+    except Exception as exc:
+        log.warning("greenml: carbon and cost not computed: %r", exc)
+        reason = f"accounting failed: {exc!r}"
+        return {"carbon": unavailable("kg", reason), "cost": unavailable("usd", reason)}
+
+
+def effective_rates(blocks: Mapping[str, Any], kwh: float) -> dict[str, float | None]:
+    """The run's own carbon (g) and cost (USD) per measured kWh (PUE, trace, instance included)."""
+    kg = (blocks.get("carbon") or {}).get("kg")
+    usd = (blocks.get("cost") or {}).get("usd")
+    if kwh <= 0:
+        return {"g_per_kwh": None, "usd_per_kwh": None}
+    return {
+        "g_per_kwh": None if kg is None else float(kg) * 1000 / kwh,
+        "usd_per_kwh": None if usd is None else float(usd) / kwh,
+    }
 
 
 def parse_pue(text: str | None, env: Mapping[str, str] | None = None) -> Pue | None:

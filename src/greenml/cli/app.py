@@ -41,6 +41,7 @@ COMMANDS = {
     "advise": "greenml.cli.advise:advise",
     "audit": "greenml.cli.audit:audit",
     "label": "greenml.cli.label:label",
+    "config": "greenml.cli.config:config",
 }
 
 # old name → where the command is now (under `greenml`); hidden, kept for one release
@@ -110,5 +111,16 @@ def moved_command(ctx: click.Context, path: str) -> click.Command:
     no_args_is_help=True,
 )
 @click.version_option(__version__, prog_name="greenml")
-def cli() -> None:
+@click.option(
+    "-v", "--verbose", count=True, help="Show greenml's log on stderr (-v: info, -vv: debug)."
+)
+def cli(verbose: int) -> None:
     """Measure the energy, carbon and cost of ML training and inference."""
+    if verbose:
+        import logging
+
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("greenml %(levelname)s %(name)s: %(message)s"))
+        log = logging.getLogger("greenml")
+        log.addHandler(handler)
+        log.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)

@@ -99,6 +99,9 @@ def compress(
     from greenml.compress import compress as run_compress
     from greenml.compress.factory import load_spec
     from greenml.compress.plot import write_pareto_svg
+    from greenml.compress.tensors import require_torch
+
+    require_torch()  # before the script: its own `import torch` would be a bare error
     from greenml.measure.meter import Meter
 
     # Everything checkable is checked before the factory runs (it may train a model).

@@ -164,6 +164,27 @@ if TYPE_CHECKING:
     envvar="GREENML_OTLP_ENDPOINT",
     help="At the end, export the run's figures as OTLP metrics (HTTP, …/v1/metrics).",
 )
+@click.option(
+    "--budget",
+    metavar="AMOUNT",
+    help="A budget: 2kWh, 500Wh, 1.5kg (CO2eq), 10usd. Judged on the projection's lower bound "
+    "(greenml.progress) or what was spent.",
+)
+@click.option(
+    "--on-budget",
+    type=click.Choice(["warn", "stop"]),
+    default="warn",
+    show_default=True,
+    help="Once the budget is surely passed: warn with the projected total, or stop COMMAND "
+    "(SIGTERM: a resilience checkpointer saves and exits 75).",
+)
+@click.option(
+    "--log-to",
+    "log_to",
+    multiple=True,
+    type=click.Choice(["mlflow", "wandb", "tensorboard"]),
+    help="Also log energy, power, CO2eq and cost to this tracker (repeatable).",
+)
 @accounting_options
 @when_options
 @click.argument(
@@ -195,14 +216,23 @@ def run(
     interruptible: bool,
     min_chunk: str | None,
     max_pieces: int | None,
+    budget: str | None,
+    on_budget: str,
+    log_to: tuple[str, ...],
     **accounting: Any,
 ) -> None:
     """Run COMMAND, measure its energy, save the run, and exit with COMMAND's exit code."""
     from greenml.accounting.run_accounting import AccountingOptions
+    from greenml.config.settings import setting
+    from greenml.run.budget import parse_budget
     from greenml.run.job_identity import JobRequest
     from greenml.run.process import exit_like
     from greenml.run.runner import RunOptions, parse_tags, run_measured
 
+    db_url = setting("store.db", db_url)  # option > environment > config file
+    accounting["pue"] = setting("run.pue", accounting.get("pue"))
+    accounting["price"] = setting("run.price", accounting.get("price"))
+    log_to = tuple(setting("run.log_to", list(log_to) or None))
     options = RunOptions(
         command=command,
         name=name,
@@ -220,6 +250,8 @@ def run(
         job=JobRequest(
             job_id=job_id, node_rank=node_rank, expected_nodes=job_nodes, detect=not no_job
         ),
+        budget=parse_budget(budget, on_budget) if budget is not None else None,
+        log_to=log_to,
     )
     green = None
     planned = (deadline, duration, earliest_start, min_chunk, max_pieces)

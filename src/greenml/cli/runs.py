@@ -148,20 +148,37 @@ def _detail_lines(record: dict[str, Any]) -> list[str]:
 
 @runs.command("export")
 @db_option
-@click.argument("run_id")
+@click.argument("run_id", required=False)
+@click.option("--all", "all_runs", is_flag=True, help="Every run, one row each (a table).")
+@click.option("--name", help="--all: only runs with this name.")
+@click.option(
+    "--tag", "tags", multiple=True, metavar="KEY=VALUE", help="--all: only runs with this tag."
+)
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["json", "csv"]),
+    type=click.Choice(["json", "csv", "parquet"]),
     default="json",
     show_default=True,
-    help="json: the run record; csv: its power samples.",
+    help="One run: json (the record) or csv (its power samples). --all: csv, parquet "
+    "(needs -o) or json (one row per line); the columns of greenml.runs().",
 )
 @output_option()
-def export(db_url: str | None, run_id: str, fmt: str, output: Path | None) -> None:
-    """Write a run record (JSON) or its samples (CSV)."""
+def export(
+    db_url: str | None, run_id: str | None, all_runs: bool, name: str | None,
+    tags: tuple[str, ...], fmt: str, output: Path | None,
+) -> None:  # fmt: skip
+    """Write a run record (JSON) or its samples (CSV); with --all, a table of every run."""
+    from greenml.errors import ConfigError
     from greenml.store.export import record_to_json, samples_to_csv
 
+    if all_runs == (run_id is not None):
+        raise ConfigError("give a RUN_ID or --all")
+    if all_runs:
+        _export_table(db_url, name, tags, fmt, output)
+        return
+    if fmt == "parquet":
+        raise ConfigError("--format parquet is for --all (a table of runs)")
     with open_ingested(db_url) as store:
         record = store.get_record(run_id)
         samples = store.samples(record["id"]) if fmt == "csv" else []
@@ -171,6 +188,41 @@ def export(db_url: str | None, run_id: str, fmt: str, output: Path | None) -> No
             handle.write(record_to_json(record) + "\n")
         else:
             samples_to_csv(samples, handle)
+    finally:
+        if output:
+            handle.close()
+
+
+def _export_table(
+    db_url: str | None, name: str | None, tags: tuple[str, ...], fmt: str, output: Path | None
+) -> None:
+    """``runs export --all``: one row per run, as greenml.runs() gives them."""
+    from greenml.errors import ConfigError, MissingExtra
+    from greenml.run.runner import parse_tags
+    from greenml.run.tables import table_rows
+    from greenml.store.table import columns, rows_to_csv
+
+    if fmt == "parquet" and output is None:
+        raise ConfigError("--format parquet writes a binary file: give -o FILE")
+    with open_ingested(db_url) as store:
+        rows = table_rows(store, name=name, tag=parse_tags(tags) or None)
+    if fmt == "parquet":
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise MissingExtra("--format parquet", "tables", exc) from None
+        try:
+            pd.DataFrame(rows, columns=columns(rows)).to_parquet(output, index=False)
+        except ImportError as exc:
+            raise MissingExtra("--format parquet", "tables", exc) from None
+        return
+    handle = output.open("w", newline="") if output else sys.stdout
+    try:
+        if fmt == "csv":
+            rows_to_csv(rows, handle)
+        else:
+            for row in rows:
+                handle.write(json_text(row, ensure_ascii=False) + "\n")
     finally:
         if output:
             handle.close()

@@ -59,7 +59,11 @@ def batch_curve(
     sizes = parse_sizes(batch_sizes)
     if latency_budget_ms is not None and not latency_budget_ms > 0:
         raise ConfigError(f"--latency-budget-ms must be > 0, got {latency_budget_ms}")
-    run = load_factory(target)()
+    factory = load_factory(target)
+    try:
+        run = factory()
+    except Exception as exc:  # the user's code: one line, no traceback
+        raise ConfigError(f"{target}() raised {type(exc).__name__}: {exc}") from None
     if not callable(run):
         raise ConfigError(f"{target} returned {type(run).__name__}, not a function run(batch_size)")
     meter = make_meter(sample_hz)
@@ -108,6 +112,8 @@ def load_factory(target: str) -> Any:
         sys.path.insert(0, str(path.resolve().parent))
         try:
             spec.loader.exec_module(module)
+        except Exception as exc:
+            raise ConfigError(f"importing {source} raised {type(exc).__name__}: {exc}") from None
         finally:
             sys.path.pop(0)
     else:

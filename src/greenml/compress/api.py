@@ -19,6 +19,7 @@ from greenml.compress.tensors import (
     batch_size,
     device_of,
     param_count,
+    require_torch,
     state_dict_bytes,
     torch_predict,
 )
@@ -79,8 +80,9 @@ def compress(
     Raises:
         ConfigError: Unknown technique, bad budget or inputs, or a model that
             fails on its own example inputs.
+        MissingExtra: torch is not installed.
     """
-    import torch
+    torch = require_torch()
 
     names = resolve_techniques(techniques)
     if not math.isfinite(max_accuracy_drop) or max_accuracy_drop < 0:

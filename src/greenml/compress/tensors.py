@@ -9,7 +9,16 @@ import io
 from typing import Any
 
 from greenml.compress.variants import Predict
-from greenml.errors import ConfigError
+from greenml.errors import ConfigError, MissingExtra
+
+
+def require_torch() -> Any:
+    """torch, or :class:`MissingExtra` naming ``pip install 'greenml[torch]'``."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise MissingExtra("greenml compress", "torch", exc) from None
+    return torch
 
 
 def as_args(example_inputs: Any) -> tuple[Any, ...]:

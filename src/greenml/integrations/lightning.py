@@ -4,6 +4,10 @@
     callback = GreenmlCallback(power_limit=True)      # or power_limit={"eta": 0.8}
     Trainer(callbacks=[callback]).fit(model)
     callback.measurements                             # "step" and "epoch" windows
+    GreenmlCallback(log_to=["mlflow"])                # a stored greenml run, epochs in MLflow
+
+Each epoch also logs ``greenml/energy_kwh`` and ``greenml/co2_kg`` (training so far)
+through ``pl_module.log``, so every logger of the Trainer receives them.
 
 Works with ``pytorch_lightning`` and with the unified ``lightning`` package.
 Steps are training batches (``on_train_batch_start``/``_end``). The original
@@ -14,12 +18,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from greenml.errors import MissingExtra
 from greenml.integrations.windows import WindowsCallback
 
 try:
     from pytorch_lightning import Callback
 except ImportError:  # the unified package
-    from lightning.pytorch import Callback  # type: ignore[no-redef]
+    try:
+        from lightning.pytorch import Callback  # type: ignore[no-redef]
+    except ImportError as exc:
+        raise MissingExtra(
+            "greenml.integrations.lightning (pytorch-lightning, or the unified lightning package)",
+            "lightning",
+            exc,
+        ) from None
 
 
 class GreenmlCallback(WindowsCallback, Callback):  # type: ignore[misc]
@@ -47,6 +59,8 @@ class GreenmlCallback(WindowsCallback, Callback):  # type: ignore[misc]
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         self.windows.epoch_end()
+        for key, value in self.windows.framework_logs().items():
+            pl_module.log(key, value, on_step=False, on_epoch=True)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         self.windows.stop()

@@ -3,7 +3,11 @@
 :class:`TrainingWindows` opens a Meter window named ``step`` around each
 training step and ``epoch`` around each epoch, keeps the measurements, and
 drives a :class:`~greenml.optimize.power_limit.PowerLimitOptimizer` from the
-same step boundaries. :class:`WindowsCallback` is what the callbacks share
+same step boundaries. Inside a ``greenml.Run`` (or with ``log_to=[...]``, which
+starts one) the windows are measured on the run's Meter, the epochs are stored
+with the run and logged to its trackers, and :meth:`TrainingWindows.framework_logs`
+gives ``greenml/energy_kwh`` and ``greenml/co2_kg`` (the training so far) for the
+framework's own logs. :class:`WindowsCallback` is what the callbacks share
 (their arguments, :attr:`~WindowsCallback.measurements`,
 :attr:`~WindowsCallback.optimizer`, :meth:`~WindowsCallback.close`); each
 callback only translates its framework's hooks.
@@ -11,7 +15,7 @@ callback only translates its framework's hooks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from greenml.measure.measurement import Measurement
@@ -28,9 +32,15 @@ class TrainingWindows:
     """
 
     def __init__(
-        self, meter: Any | None, power_limit: Any, keep_steps: int, sync_execution: bool
-    ) -> None:
+        self, meter: Any | None, power_limit: Any, keep_steps: int, sync_execution: bool,
+        log_to: Sequence[Any] = (), run: Any | None = None, run_name: str | None = None,
+    ) -> None:  # fmt: skip
         self.meter = meter
+        self.run = run
+        self.energy_kwh = 0.0  # the epochs so far
+        self.co2_kg: float | None = None
+        self._log_to, self._run_name = list(log_to), run_name
+        self._own_run = False
         self.optimizer: Any | None = None
         self.measurements: list[Measurement] = []
         self.steps_measured = 0
@@ -55,6 +65,7 @@ class TrainingWindows:
         if self._started:
             return
         self._started = True
+        self._join_run()
         if self.meter is None:
             self.meter = Meter()
         self.optimizer = self._make_optimizer()
@@ -83,6 +94,32 @@ class TrainingWindows:
         m = self._end(EPOCH)
         if m is not None:
             self.measurements.append(m)
+            self.energy_kwh += m.total_kwh
+            if self.run is not None:
+                self.run.add_window(m)
+                kg = self.run.carbon_kg(m)
+                if kg is not None:
+                    self.co2_kg = (self.co2_kg or 0.0) + kg
+
+    def framework_logs(self) -> dict[str, float]:
+        """``greenml/energy_kwh`` and (when known) ``greenml/co2_kg`` of the epochs so far."""
+        logs = {"greenml/energy_kwh": self.energy_kwh}
+        if self.co2_kg is not None:
+            logs["greenml/co2_kg"] = self.co2_kg
+        return logs
+
+    def _join_run(self) -> None:
+        """Use the open greenml.Run (or start one for ``log_to``): its Meter, store, trackers."""
+        from greenml.run.inprocess import Run, current_run
+
+        run = self.run or current_run()
+        if run is None and self._log_to:
+            run = Run(self._run_name, log_to=self._log_to).start()
+            self._own_run = True
+        self.run = run
+        if run is not None and self.meter is None and run.meter is not None:
+            self.meter = run.meter
+            self._own_meter = False
 
     def stop(self) -> None:
         """Close open windows, restore the GPUs' limits, close a Meter we opened."""
@@ -98,6 +135,9 @@ class TrainingWindows:
             if self._own_meter and self.meter is not None:
                 self.meter.close()
                 self.meter = None
+            if self._own_run and self.run is not None:
+                self.run.stop()
+                self._own_run = False
 
     def _make_optimizer(self) -> Any | None:
         spec = self._power_limit
@@ -138,6 +178,10 @@ class WindowsCallback:
             kept; every step still counts in ``windows.steps_measured`` and
             ``windows.step_energy_j``).
         sync_execution: Wait for pending CUDA work at each window boundary.
+        log_to: Trackers (``"mlflow"``, ``"wandb"``, ``"tensorboard"``): a ``greenml.Run``
+            is started for training (unless one is open) and logs the epochs to them.
+        run: The ``greenml.Run`` to join; the innermost open one by default.
+        run_name: Name of the run started for ``log_to``.
     """
 
     def __init__(
@@ -146,9 +190,14 @@ class WindowsCallback:
         power_limit: Any = False,
         keep_steps: int = 10_000,
         sync_execution: bool = True,
+        log_to: Sequence[Any] = (),
+        run: Any | None = None,
+        run_name: str | None = None,
     ) -> None:
         super().__init__()
-        self.windows = TrainingWindows(meter, power_limit, keep_steps, sync_execution)
+        self.windows = TrainingWindows(
+            meter, power_limit, keep_steps, sync_execution, log_to, run, run_name
+        )
 
     @property
     def measurements(self) -> list[Measurement]:

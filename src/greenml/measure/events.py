@@ -6,16 +6,22 @@ on an ``O_APPEND`` descriptor: on Linux such a write (< 4 KB) is atomic, so
 several ranks and processes may write to the same file without torn lines.
 Without the variable, :func:`emit` does nothing; it never raises.
 
+In-process listeners (:func:`add_listener`: an open ``greenml.Run``) receive the
+same event dicts, so ``greenml.progress()`` and published windows reach a run
+measured in the same process without any file.
+
 Every event carries ``kind``, ``t`` (Unix time, s), ``rank`` and ``pid``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -30,6 +36,18 @@ _fd: int | None = None
 _fd_key: tuple[str, int] | None = None  # (path, pid) the descriptor was opened for
 _failed: set[str] = set()
 _refused: set[str] = set()
+_listeners: list[Callable[[dict[str, Any]], None]] = []
+
+
+def add_listener(listener: Callable[[dict[str, Any]], None]) -> None:
+    """Hand every event of this process to ``listener`` too (an in-process run)."""
+    _listeners.append(listener)
+
+
+def remove_listener(listener: Callable[[dict[str, Any]], None]) -> None:
+    """Stop handing events to ``listener`` (no error when it was not added)."""
+    with contextlib.suppress(ValueError):
+        _listeners.remove(listener)
 
 
 def current_rank() -> int:
@@ -45,18 +63,22 @@ def current_rank() -> int:
 
 
 def enabled() -> bool:
-    """Whether events go anywhere (``GREENML_EVENTS`` is set)."""
-    return bool(os.environ.get(ENV_VAR))
+    """Whether events go anywhere (``GREENML_EVENTS`` is set, or a listener is added)."""
+    return bool(os.environ.get(ENV_VAR)) or bool(_listeners)
 
 
 def emit(kind: str, **fields: Any) -> None:
     """Append one event line; a no-op without ``GREENML_EVENTS``; never raises."""
     path = os.environ.get(ENV_VAR)
-    if not path:
+    if not path and not _listeners:
         return
     try:
         event = {"kind": kind, "t": time.time(), "rank": current_rank(), "pid": os.getpid()}
         event.update(fields)
+        for listener in tuple(_listeners):
+            listener(event)
+        if not path:
+            return
         data = (json.dumps(event, default=str, separators=(",", ":")) + "\n").encode()
         if len(data) > MAX_LINE_BYTES:
             small = {k: event[k] for k in ("kind", "t", "rank", "pid")}
@@ -64,9 +86,10 @@ def emit(kind: str, **fields: Any) -> None:
             data = (json.dumps(small) + "\n").encode()
         os.write(_descriptor(path), data)
     except Exception as exc:  # the user's program must never notice
-        if path not in _failed:
-            _failed.add(path)
-            log.warning("greenml: events to %s are lost: %s", path, exc)
+        where = path or "the in-process run"
+        if where not in _failed:
+            _failed.add(where)
+            log.warning("greenml: events to %s are lost: %s", where, exc)
 
 
 def _descriptor(path: str) -> int:
@@ -171,7 +194,7 @@ def window_measurement(event: dict[str, Any]) -> Any:
 
 def publish_window(m: Any) -> None:
     """A finished window as a ``window`` event (components: [J, method, uncertainty])."""
-    if not os.environ.get(ENV_VAR):  # outside ``greenml run``: nothing to build
+    if not enabled():  # outside ``greenml run`` and any Run: nothing to build
         return
     start = m.started_at.timestamp()
     components = {

@@ -191,6 +191,11 @@ class Measurement:
             "components": {name: c.to_dict() for name, c in self.components.items()},
         }
 
+    def _repr_html_(self) -> str:
+        from greenml.measure.html import measurement_html  # lazy: notebooks only
+
+        return measurement_html(self)
+
     def to_window_dict(self) -> dict[str, Any]:
         """The whole window as JSON: name, start (Unix s), duration and the energy block.
 

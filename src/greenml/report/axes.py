@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from greenml.report.model import Figure, Series
 from greenml.report.svg import (
     GRID,
     INK,
@@ -20,6 +20,9 @@ from greenml.report.svg import (
     text_width,
 )
 from greenml.report.ticks import format_value, value_ticks
+
+if TYPE_CHECKING:
+    from greenml.report.model import Figure, Series
 
 PLOT_HEIGHT = 230.0
 

@@ -7,9 +7,9 @@ segment's top edge when stacked). A value that is not finite draws no bar.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from greenml.report.axes import Frame, plot_frame, ranges_text, x_title
-from greenml.report.model import Figure, Series
 from greenml.report.svg import (
     INK,
     WIDTH,
@@ -23,6 +23,9 @@ from greenml.report.svg import (
     tip,
 )
 from greenml.report.ticks import format_error, format_value
+
+if TYPE_CHECKING:
+    from greenml.report.model import Figure, Series
 
 
 def bar_chart(figure: Figure, ident: str, stacked: bool = False) -> str:

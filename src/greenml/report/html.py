@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from greenml import __version__
 from greenml.report.bars import bar_chart
 from greenml.report.line import line_chart
-from greenml.report.model import Figure, Report, Section, Table
 from greenml.report.pie import pie_chart
 from greenml.report.svg import esc, no_data
+
+if TYPE_CHECKING:
+    from greenml.report.model import Figure, Report, Section, Table
 
 _SHORT = 24
 """Longer cells are prose, even when they start with a number (left-aligned, wrapped)."""

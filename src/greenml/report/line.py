@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from greenml.report.axes import Frame, plot_frame, ranges_text, unit_of, x_title
-from greenml.report.model import Figure, Series
 from greenml.report.svg import (
     GRID,
     MUTED,
@@ -27,6 +27,9 @@ from greenml.report.svg import (
     tip,
 )
 from greenml.report.ticks import format_value, time_span_text, time_ticks, value_ticks
+
+if TYPE_CHECKING:
+    from greenml.report.model import Figure, Series
 
 Point = tuple[float, float]
 MARKERS_UP_TO = 60

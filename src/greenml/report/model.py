@@ -69,6 +69,10 @@ class Section:
     figures: list[Figure] = field(default_factory=list)
 
 
+FRAME_STYLE = "width:100%;height:640px;border:1px solid #ddd"
+"""How a report sits in a notebook: a frame that keeps its style to itself."""
+
+
 @dataclass
 class Report:
     """A whole report.
@@ -88,6 +92,15 @@ class Report:
     data: dict[str, Any]
     runs: list[str]
     generated_at: str
+
+    def _repr_html_(self) -> str:
+        """The HTML report (tables and charts) in a notebook, its style kept to itself."""
+        from html import escape
+
+        from greenml.report.html import render_html
+
+        page = escape(render_html(self), quote=True)
+        return f'<iframe srcdoc="{page}" sandbox style="{FRAME_STYLE}"></iframe>'
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, as JSON-ready dicts (the ``json`` format)."""

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from greenml.report.model import Figure, Series
 from greenml.report.svg import (
     INK,
     MUTED,
@@ -19,6 +19,9 @@ from greenml.report.svg import (
     tip,
 )
 from greenml.report.ticks import format_error, format_value
+
+if TYPE_CHECKING:
+    from greenml.report.model import Figure, Series
 
 RADIUS = 100.0
 ROW_HEIGHT = 2 * RADIUS + 40

@@ -50,6 +50,13 @@ def build(runs: RunSet) -> Report:
     )
 
 
+def statement_markdown(record: dict[str, Any]) -> str:
+    """The statement of one run record, as Markdown (what trackers attach to a run)."""
+    from greenml.report.markdown import render_markdown
+
+    return render_markdown(build(RunSet([record])))
+
+
 def statement_paragraph(runs: RunSet) -> str:
     """The paragraph to paste into a paper: every number, how it was obtained, the tool."""
     it, fac, carbon = runs.it_energy, runs.facility_energy, runs.carbon

@@ -206,13 +206,14 @@ class ProgressTracker:
     """The parent's side of a run's events: progress, its projection, published windows.
 
     Args:
-        path: The events file (``GREENML_EVENTS`` of the child).
+        path: The events file (``GREENML_EVENTS`` of the child); ``None`` for an
+            in-process run, whose events are given to :meth:`poll`.
         started_at: Unix time the run started.
         max_windows: Published windows kept for the store; later ones are counted only.
     """
 
     def __init__(
-        self, path: str, started_at: float, *, g_per_kwh: float | None = None,
+        self, path: str | None, started_at: float, *, g_per_kwh: float | None = None,
         usd_per_kwh: float | None = None, max_windows: int = 100_000,
     ) -> None:  # fmt: skip
 
@@ -222,15 +223,19 @@ class ProgressTracker:
         self.latest: Projection | None = None
         self.windows: list[Any] = []  # Measurements named NAME/rankR
         self.windows_dropped = 0
-        self._reader = EventReader(path)
+        self._reader = EventReader(path) if path is not None else None
+        self._bad_given = 0
         self._trace = EnergyTrace(started_at)
         self._points: dict[int, list[Point]] = {}  # per rank
         self._total: dict[int, float] = {}
         self._max_windows = max_windows
 
-    def poll(self, energy_j: float, now: float) -> Projection | None:
-        """Read new events; ``energy_j`` is the run's energy at Unix time ``now``."""
-        events = self._reader.read_new()  # before the trace point: events predate ``now``
+    def poll(
+        self, energy_j: float, now: float, given: Sequence[dict[str, Any]] = ()
+    ) -> Projection | None:
+        """Read new events (and take ``given`` ones); ``energy_j``: the run's at Unix ``now``."""
+        # read before the trace point: events predate ``now``
+        events = [*(self._reader.read_new() if self._reader else ()), *given]
         self._trace.add(now, energy_j)
         changed = False
         for ev in events:
@@ -251,7 +256,7 @@ class ProgressTracker:
                     else:
                         self.windows_dropped += 1
             except (KeyError, TypeError, ValueError, OverflowError):
-                self._reader.bad_lines += 1  # a program's bad report never stops the run
+                self._bad_given += 1  # a program's bad report never stops the run
         if changed:
             self._project()
         return self.latest
@@ -289,7 +294,7 @@ class ProgressTracker:
             "projection": None if self.latest is None else self.latest.to_dict(),
             "windows_from_events": len(self.windows),
             "windows_dropped": self.windows_dropped,
-            "bad_event_lines": self._reader.bad_lines,
+            "bad_event_lines": self._bad_given + (self._reader.bad_lines if self._reader else 0),
         }
 
 

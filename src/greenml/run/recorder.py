@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +71,7 @@ class Recorder:
         self._thread.start()
 
     def _work(self) -> None:
+        time.sleep(0)  # hand the GIL back at once: the thread that started us returns first
         try:
             from greenml.run.environment import capture_environment
             from greenml.store import open_store
@@ -114,7 +116,7 @@ class Recorder:
         self,
         measurement: Measurement,
         *,
-        exit_code: int,
+        exit_code: int | None,
         status: str,
         ended_at: float,
         notes: list[str] | None = None,
@@ -151,7 +153,7 @@ class Recorder:
         return None
 
     def _finished(
-        self, measurement: Measurement, *, exit_code: int, status: str, ended_at: float,
+        self, measurement: Measurement, *, exit_code: int | None, status: str, ended_at: float,
         notes: list[str], extra: dict[str, Any], windows: Sequence[Measurement],
     ) -> FinishedRun:  # fmt: skip
         """The run as :func:`~greenml.run.persist.persist_run` takes it (samples added later)."""

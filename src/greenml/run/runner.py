@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from greenml.accounting.run_accounting import (
-    Accounting,
     AccountingOptions,
+    account_safely,
+    effective_rates,
     prepare_accounting,
-    unavailable,
 )
 from greenml.errors import ConfigError
 from greenml.measure.events import ENV_VAR
@@ -35,8 +35,10 @@ from greenml.run.preflight import check_run_inputs, storable_arg
 from greenml.run.process import Child, run_status
 from greenml.run.projection import ProgressTracker, Projection
 from greenml.run.recorder import Recorder, RunStart
+from greenml.run.window_feed import WindowFeed
 
 if TYPE_CHECKING:
+    from greenml.run.budget import Budget
     from greenml.store.run_record import RunRecord
 
 RUN_WINDOW = "run"
@@ -62,6 +64,8 @@ class RunOptions:
     extra: Callable[[], dict[str, Any]] | None = None  # more record blocks, asked for at the end
     kill_on_exit: bool = False  # the command gets SIGTERM if greenml dies (Linux)
     job: JobRequest = field(default_factory=JobRequest)  # --job, or found in the environment
+    budget: Budget | None = None  # warn, or SIGTERM the command, once surely passed
+    log_to: Sequence[str] = ()  # tracker sinks (mlflow, wandb, tensorboard)
 
 
 @dataclass
@@ -111,6 +115,7 @@ def run_measured(
     job = job_identity(options.job, include_hostname=options.include_hostname,
                        run_name=options.name)  # fmt: skip
     accounting = prepare_accounting(options.accounting)
+    sinks = _sinks(options)
     started_at = time.time()
     events_path = _events_file()
     g_per_kwh, usd_per_kwh = _static_rates(options.accounting)
@@ -128,7 +133,8 @@ def run_measured(
         _close(gpu_sensors)
         raise
     try:
-        return _measure(child, options, accounting, tracker, started_at, events_path,
+        feed = WindowFeed(accounting, sinks, _warn_once(set()))
+        return _measure(child, options, accounting, tracker, feed, started_at, events_path,
                         gpu_sensors, notes, on_tick, on_progress, job)  # fmt: skip
     except Exception as exc:  # the command runs: greenml must not end in a traceback
         return _unmeasured(child, started_at, events_path, exc)
@@ -136,7 +142,8 @@ def run_measured(
 
 def _measure(
     child: Child, options: RunOptions, accounting: Any, tracker: ProgressTracker,
-    started_at: float, events_path: str, gpu_sensors: list[Sensor], notes: list[str],
+    feed: WindowFeed, started_at: float, events_path: str, gpu_sensors: list[Sensor],
+    notes: list[str],
     on_tick: Callable[[Meter], None] | None, on_progress: Callable[[Projection], None] | None,
     job: dict[str, Any] | None = None,
 ) -> RunResult:  # fmt: skip
@@ -157,6 +164,8 @@ def _measure(
         )
         meter.notes[:0] = notes
         meter.begin_window(RUN_WINDOW, sync_execution=False)
+        log.info("greenml: measuring %s", ", ".join(f"{d.key} ({d.method})" for d in meter.devices)
+                 or "nothing (no sensor)")  # fmt: skip
         recorder = Recorder(
             RunStart(
                 name=options.name,
@@ -172,9 +181,17 @@ def _measure(
             meter,
         )
 
+        budget = _BudgetWatch(options.budget, child)
+
         def tick() -> None:
             try:
-                projection = tracker.poll(meter.peek_window(RUN_WINDOW).total_j, time.time())
+                spent = meter.peek_window(RUN_WINDOW)
+                projection = tracker.poll(spent.total_j, time.time())
+                if feed.sinks or budget.needs_rates:
+                    feed.rates_from(spent)
+                    feed.take(tracker.windows)
+                    feed.flush()
+                budget.check(spent.total_j, projection, feed, tracker)
             except Exception as exc:  # a bad event must not cost the user the run
                 log.debug("greenml: events not read: %r", exc)
                 projection = None
@@ -198,16 +215,20 @@ def _measure(
     _remove(events_path)
     timelines = {d.key: meter.timeline(d.key) for d in meter.devices} if accounting.active else {}
     meter.close()
-    blocks = _account(accounting, measurement, timelines)
-    progress = tracker.summary(**_effective_rates(blocks, measurement.total_kwh))
+    blocks = account_safely(accounting, measurement, timelines)
+    progress = tracker.summary(**effective_rates(blocks, measurement.total_kwh))
     if progress is not None:
         blocks = {**blocks, "progress": progress}
-    status = run_status(code, child.interrupted_by)
+    status = run_status(code, [*child.interrupted_by, *budget.signals])
+    if budget.block is not None:
+        blocks = {**blocks, "budget": budget.block}
     extra = {**options.extra(), **blocks} if options.extra is not None else blocks
     record = recorder.finish(
         measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes,
         wait_for_store=options.wait_for_store, extra=extra, windows=tracker.windows,
     )  # fmt: skip
+    feed.take(tracker.windows)
+    feed.finish(record.to_dict() if record is not None else None, run_statement(record))
     return RunResult(
         exit_code=code,
         run_id=recorder.run_id,
@@ -300,27 +321,67 @@ def _static_rates(options: AccountingOptions | None) -> tuple[float | None, floa
     return g, usd
 
 
-def _effective_rates(blocks: dict[str, Any], kwh: float) -> dict[str, float | None]:
-    """The run's own carbon and cost per measured kWh (PUE, trace, instance included)."""
-    kg = (blocks.get("carbon") or {}).get("kg")
-    usd = (blocks.get("cost") or {}).get("usd")
-    if kwh <= 0:
-        return {"g_per_kwh": None, "usd_per_kwh": None}
-    return {
-        "g_per_kwh": None if kg is None else float(kg) * 1000 / kwh,
-        "usd_per_kwh": None if usd is None else float(usd) / kwh,
-    }
+def _sinks(options: RunOptions) -> list[Any]:
+    """The tracker sinks of ``--log-to`` (a missing package stops the run before it starts)."""
+    if not options.log_to:
+        return []
+    from greenml.trackers.factory import make_sinks
+
+    return make_sinks(options.log_to, run_name=options.name)
 
 
-def _account(
-    accounting: Accounting, measurement: Measurement, timelines: dict[str, Any]
-) -> dict[str, Any]:
-    """The carbon and cost blocks; a bug in them must not cost the user the run record."""
+def _warn_once(seen: set[str]) -> Callable[[str, str], None]:
+    def warn(key: str, message: str) -> None:
+        if key not in seen:
+            seen.add(key)
+            log.warning("%s", message)
+
+    return warn
+
+
+def run_statement(record: RunRecord | None) -> str | None:
+    """The impact statement (Markdown) of a stored run, for the trackers; ``None`` if none."""
+    if record is None:
+        return None
     try:
-        return accounting.account(measurement, timelines)
+        from greenml.report.statement import statement_markdown
+
+        return statement_markdown(record.to_dict())
     except Exception as exc:
-        log.warning("greenml: carbon and cost not computed: %r", exc)
-        reason = f"accounting failed: {exc!r}"
-        return {"carbon": unavailable("kg", reason), "cost": unavailable("usd", reason)}
+        log.debug("greenml: no impact statement: %r", exc)
+        return None
 
 
+class _BudgetWatch:
+    """``--budget``: warns once, or sends the command SIGTERM, when the budget is surely passed."""
+
+    def __init__(self, budget: Budget | None, child: Child) -> None:
+        self.budget = budget
+        self.block: dict[str, Any] | None = None if budget is None else {
+            **budget.to_dict(), "passed": False}  # fmt: skip
+        self.signals: list[int] = []
+        self.needs_rates = budget is not None and budget.unit != "kWh"
+        self._child = child
+
+    def check(self, spent_j: float, projection: Any, feed: WindowFeed, tracker: Any) -> None:
+        if self.budget is None or (self.block or {}).get("passed"):
+            return
+        import signal
+        import sys
+
+        from greenml.run.budget import check_budget
+
+        g = feed.g_per_kwh if feed.g_per_kwh is not None else tracker.g_per_kwh
+        usd = feed.usd_per_kwh if feed.usd_per_kwh is not None else tracker.usd_per_kwh
+        verdict = check_budget(self.budget, spent_j=spent_j, projection=projection,
+                               g_per_kwh=g, usd_per_kwh=usd)  # fmt: skip
+        if verdict is None:
+            return
+        self.block = {**self.budget.to_dict(), "passed": True, **verdict.to_dict(time.time())}
+        if self.budget.on_budget == "stop":
+            print(f"{verdict.message()}; stopping the command (SIGTERM)", file=sys.stderr)
+            self.signals.append(signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._child.pid, signal.SIGTERM)
+        else:
+            print(verdict.message(), file=sys.stderr)

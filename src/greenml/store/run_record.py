@@ -180,3 +180,9 @@ class RunRecord(Block):
     schedule: ScheduleBlock | None = None
     job: JobBlock | None = None
     samples_sha256: str | None = field(default=None, metadata=meta(pattern="^[0-9a-f]{64}$"))
+
+    def _repr_html_(self) -> str:
+        """The key figures and the energy per device, for notebooks."""
+        from greenml.store.record_html import record_table_html
+
+        return record_table_html(self.to_dict())

@@ -1,0 +1,48 @@
+"""``greenml config show | path``: the effective settings and where each came from."""
+
+from __future__ import annotations
+
+import click
+
+from greenml.cli.options import json_option
+from greenml.store.export import json_text
+
+
+@click.group()
+def config() -> None:
+    """Show the effective settings and the config file's path."""
+
+
+@config.command("show")
+@json_option("Print the settings as JSON on stdout.")
+def show(as_json: bool) -> None:
+    """Each setting's effective value and where it came from (environment > file > default)."""
+    from greenml.config.settings import effective
+
+    values = effective()
+    if as_json:
+        rows = [{"name": e.setting.name, "value": e.value, "source": e.source,
+                 "env": e.setting.env} for e in values]  # fmt: skip
+        print(json_text(rows, ensure_ascii=False))
+        return
+    from rich.table import Table
+
+    from greenml.cli import render
+
+    table = Table(show_edge=False, pad_edge=False)
+    for header in ("setting", "value", "from", "variable", "meaning"):
+        table.add_column(header, overflow="fold")
+    for e in values:
+        shown = "-" if e.value in (None, []) else ", ".join(e.value) if isinstance(
+            e.value, list) else str(e.value)  # fmt: skip
+        table.add_row(e.setting.name, render.safe(shown), render.safe(e.source),
+                      e.setting.env or "", e.setting.help)  # fmt: skip
+    render.console().print(table)
+
+
+@config.command("path")
+def path() -> None:
+    """The config file greenml reads (it may not exist yet)."""
+    from greenml.config.settings import config_path
+
+    print(config_path())
