@@ -71,7 +71,16 @@ typecheck: $(TEST_STAMP)
 docs: $(TEST_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-unit: $(TEST_STAMP) $(CHROMIUM_STAMP) $(PROMTOOL_STAMP)
+# Flower (flwr 1.42) pins older protobuf, rich, fastapi and packaging than the other extras
+# use: it gets a venv of its own, where tests/integrations/test_flower_venv.py runs its test.
+FLOWER_VENV := .venv-flower
+FLOWER_STAMP := $(FLOWER_VENV)/.stamp
+$(FLOWER_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(FLOWER_VENV)
+	$(FLOWER_VENV)/bin/pip install -q 'flwr==1.42.0' 'pytest>=8' -e .
+	touch $@
+
+unit: $(TEST_STAMP) $(CHROMIUM_STAMP) $(PROMTOOL_STAMP) $(FLOWER_STAMP)
 	$(BIN)/pytest -q
 
 test: lint typecheck docs unit
@@ -106,4 +115,4 @@ bench-zeus: $(TEST_STAMP)
 	$(BIN)/python benchmarks/zeus_simulator.py --seeds 20
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(FLOWER_VENV) .mypy_cache .ruff_cache .pytest_cache

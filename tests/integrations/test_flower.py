@@ -1,7 +1,8 @@
 """The Flower client mod inside a real flwr ClientApp (skipped where flwr is not installed).
 
 flwr 1.42 pins protobuf<7, rich<15, fastapi 0.138 and packaging<26, so it is not in
-the test extras; this test runs wherever ``pip install 'greenml[federated]'`` works.
+the test extras: ``make test`` runs it in ``.venv-flower`` (test_flower_venv.py), and it
+runs wherever ``pip install 'greenml[federated]'`` works.
 """
 
 from __future__ import annotations
