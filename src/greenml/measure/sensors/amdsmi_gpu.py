@@ -317,7 +317,10 @@ class AmdGpuSensor(Sensor):
 def _count(reading: dict[str, Any]) -> int | None:
     """The accumulator of an ``amdsmi_get_energy_count`` result, under either name."""
     for key in ("energy_accumulator", "power"):
-        value = _number(reading.get(key))
+        raw = reading.get(key)
+        if isinstance(raw, int):  # exact: a float loses counts near 2^64
+            return raw
+        value = _number(raw)
         if value is not None:
             return int(value)
     return None
