@@ -241,3 +241,10 @@ def mi300x(n: int = 2, **kwargs: Any) -> list[FakeAmdGpu]:
     return [FakeAmdGpu(uuid=f"{i:02x}ff74a1-0000-1000-80ea-e05c945bb3b{i}", **kwargs)
             for i in range(n)]  # fmt: skip
 
+
+
+def amd_server() -> FakeAmdSmi:
+    """Two MI300X at 300 W on the real monotonic clock (``GREENML_FAKE_AMDSMI`` hook)."""
+    import time
+
+    return FakeAmdSmi(mi300x(2, power_w=300.0), clock=time.monotonic)
