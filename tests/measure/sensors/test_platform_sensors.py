@@ -68,7 +68,7 @@ def test_an_ioreport_failure_mid_run_is_a_gap() -> None:
 
 def test_no_zeus_apple_silicon_is_unavailable_with_the_reason() -> None:
     class Broken:
-        def AppleEnergyMonitor(self) -> None:  # noqa: N802 - the library's name
+        def AppleEnergyMonitor(self) -> None:
             raise OSError("IOReport.dylib not found")
 
     with pytest.raises(SensorUnavailable, match="IOReport unavailable"):
