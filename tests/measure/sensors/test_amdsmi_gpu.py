@@ -8,6 +8,8 @@ uint64 count × ``counter_resolution`` µJ; power fields in W or ``"N/A"``; powe
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from greenml.errors import SensorError, SensorUnavailable
 from greenml.measure.measurement import COUNTER, POWER_INTEGRATED
@@ -152,3 +154,16 @@ def test_a_meter_window_over_amd_gpus_is_a_counter_record() -> None:
     assert m.total_j == pytest.approx(8000.0, abs=1e-3)
     assert gpu.devices["gpu0"].uncertainty_rel == AMD_GPU_UNCERTAINTY_REL
     meter.close()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet="0123456789,- GPUabcdef", max_size=30))
+def test_any_visibility_value_selects_gpus_or_says_none_are_visible(value: str) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HIP_VISIBLE_DEVICES", value)
+        try:
+            sensor = AmdGpuSensor(amdsmi=FakeAmdSmi(mi300x(3)))
+        except SensorUnavailable:
+            return
+        keys = [d.key for d in sensor.devices]
+        assert keys == [f"gpu{i}" for i in range(len(keys))] and 1 <= len(keys) <= 3

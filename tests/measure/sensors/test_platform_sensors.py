@@ -14,6 +14,8 @@ import plistlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from greenml.errors import SensorError, SensorUnavailable
 from greenml.measure.measurement import COUNTER, POWER_INTEGRATED
@@ -179,3 +181,12 @@ def test_generic_hwmon_power_channels_are_microwatts(tmp_path: Path) -> None:
     assert sensor.read_power_w() == {"power0": pytest.approx(12.5)}
     with pytest.raises(SensorUnavailable):
         generic_power_sensor(tmp_path / "nowhere")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.binary(max_size=300), max_size=5))
+def test_any_tool_output_is_a_sample_or_skipped_never_an_error(records: list[bytes]) -> None:
+    for sensor in (PowermetricsSensor(source=None), TegrastatsSensor(source=None)):
+        for record in records:
+            sensor.feed(record)
+        assert all(isinstance(w, float) for w in sensor.read_power_w().values())

@@ -132,7 +132,7 @@ def jetson_sensor(root: str | Path = "/") -> HwmonPowerSensor:
 
 def parse_tegrastats(line: bytes, input_only: bool = True) -> dict[str, float]:
     """Watts from one tegrastats line: ``board0`` from the input rail, else every rail."""
-    rails = {name: int(now) / 1000.0 for name, now, _avg in _TEGRA_RE.findall(line.decode())}
+    rails = {name: int(now) / 1000.0 for name, now, _avg in _TEGRA_RE.findall(line.decode(errors="replace"))}
     for name in INPUT_RAILS:
         if name in rails:
             return {"board0": rails[name]}

@@ -95,7 +95,7 @@ class StreamPowerSensor(Sensor):
         """Take one sample; a record that does not parse is skipped (and logged)."""
         try:
             watts = self._parse(record)
-        except (ValueError, KeyError, TypeError) as exc:
+        except Exception as exc:  # output from outside (plist/XML errors too): skip the sample
             log.debug("%s: unreadable sample skipped: %s", self._tool, exc)
             return
         if watts:
