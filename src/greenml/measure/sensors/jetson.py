@@ -132,7 +132,8 @@ def jetson_sensor(root: str | Path = "/") -> HwmonPowerSensor:
 
 def parse_tegrastats(line: bytes, input_only: bool = True) -> dict[str, float]:
     """Watts from one tegrastats line: ``board0`` from the input rail, else every rail."""
-    rails = {name: int(now) / 1000.0 for name, now, _avg in _TEGRA_RE.findall(line.decode(errors="replace"))}
+    text = line.decode(errors="replace")
+    rails = {name: int(now) / 1000.0 for name, now, _avg in _TEGRA_RE.findall(text)}
     for name in INPUT_RAILS:
         if name in rails:
             return {"board0": rails[name]}

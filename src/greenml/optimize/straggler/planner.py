@@ -30,7 +30,6 @@ from dataclasses import asdict, dataclass
 from greenml.errors import ConfigError
 from greenml.optimize.objective import LimitProfile
 
-
 POWER_LIMIT = "power-limit"
 CLOCK = "clock"
 KNOB_UNITS = {POWER_LIMIT: "W", CLOCK: "MHz"}
