@@ -190,3 +190,16 @@ def test_any_tool_output_is_a_sample_or_skipped_never_an_error(records: list[byt
         for record in records:
             sensor.feed(record)
         assert all(isinstance(w, float) for w in sensor.read_power_w().values())
+
+
+def test_an_arm_board_with_a_power_monitor_is_measured_whole(tmp_path: Path) -> None:
+    from greenml.measure.sensors.discover import discover_platform_sensors
+
+    fake = FakeMachine(tmp_path, vendor="", model="Cortex-A76")
+    fake.hwmon("amdgpu", {"power1_input": 50_000_000})  # a GPU's power is not the board's
+    fake.hwmon("ina219", {"power1_input": 4_200_000})
+    found = discover_platform_sensors(fake.root, arch="aarch64")
+    assert found is not None
+    (board,), notes = found
+    assert board.read_power_w() == {"power0": pytest.approx(4.2)} and "inside it" in notes[0]
+    assert discover_platform_sensors(fake.root, arch="x86_64") is None  # a server: not a board

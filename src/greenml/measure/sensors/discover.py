@@ -2,8 +2,9 @@
 
 - GPUs: NVIDIA through NVML, else AMD through AMD SMI.
 - A platform that measures the whole SoC or board replaces the CPU and DRAM
-  sensors: Apple Silicon (IOReport, else ``powermetrics`` as root) and NVIDIA
-  Jetson boards (INA3221 rails, else ``tegrastats``).
+  sensors: Apple Silicon (IOReport, else ``powermetrics`` as root), NVIDIA
+  Jetson boards (INA3221 rails, else ``tegrastats``) and other ARM/RISC-V
+  boards with a hwmon power monitor.
 - CPUs: powercap RAPL (Intel, or AMD labelled as such), else the ``amd_energy``
   hwmon driver, else the CPU model; DRAM from RAPL where it has a DRAM domain,
   else the DRAM model.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import platform
 import shutil
 import sys
 from collections.abc import Sequence
@@ -45,6 +47,9 @@ SOC_PROCESS_NOTE = (
 SYS_ROOT_ENV = "GREENML_SYS_ROOT"
 FAKE_AMDSMI_ENV = "GREENML_FAKE_AMDSMI"
 FAKE_APPLE_ENV = "GREENML_FAKE_APPLE"
+# Machines that are boards: their hwmon power monitors measure the board (not on servers,
+# where hwmon power channels belong to GPUs and PSUs).
+EDGE_ARCHES = ("aarch64", "armv7l", "armv6l", "riscv64")
 
 
 def sys_root() -> Path:
@@ -61,10 +66,16 @@ def fake_module(env: str) -> Any | None:
     return getattr(importlib.import_module(module), factory or "module")()
 
 
-def discover_platform_sensors(root: Path) -> tuple[list[Sensor], list[str]] | None:
-    """Sensors of a whole SoC or board (Apple Silicon, Jetson); None on other machines."""
+def discover_platform_sensors(
+    root: Path, arch: str | None = None
+) -> tuple[list[Sensor], list[str]] | None:
+    """Sensors of a whole SoC or board; None on other machines.
+
+    Apple Silicon (IOReport, else powermetrics), Jetson (INA3221, else
+    tegrastats), and other ARM/RISC-V boards with a hwmon power monitor.
+    """
     apple = fake_module(FAKE_APPLE_ENV)
-    if apple is not None or (sys.platform == "darwin" and os.uname().machine == "arm64"):
+    if apple is not None or (sys.platform == "darwin" and platform.machine() == "arm64"):
         from greenml.measure.sensors.apple import AppleSiliconSensor, PowermetricsSensor
 
         try:
@@ -76,15 +87,23 @@ def discover_platform_sensors(root: Path) -> tuple[list[Sensor], list[str]] | No
             return None if apple is None else ([], [note])
     from greenml.measure.sensors.jetson import TegrastatsSensor, is_jetson, jetson_sensor
 
-    if not is_jetson(root):
-        return None
-    try:
-        return [jetson_sensor(root)], []
-    except SensorUnavailable as exc:
-        note = f"Jetson INA3221 rails not used: {exc}"
-        if shutil.which("tegrastats"):
-            return [TegrastatsSensor()], [f"{note}; tegrastats used (board input power)"]
-        return None
+    if is_jetson(root):
+        try:
+            return [jetson_sensor(root)], []
+        except SensorUnavailable as exc:
+            note = f"Jetson INA3221 rails not used: {exc}"
+            if shutil.which("tegrastats"):
+                return [TegrastatsSensor()], [f"{note}; tegrastats used (board input power)"]
+            return None
+    if (arch or platform.machine()) in EDGE_ARCHES:
+        from greenml.measure.sensors.hwmon import generic_power_sensor
+
+        try:
+            board = generic_power_sensor(root / "sys/class/hwmon")
+        except SensorUnavailable:
+            return None
+        return [board], ["board power from its hwmon power monitor; CPU and DRAM are inside it"]
+    return None
 
 
 def discover_cpu_sensors(
@@ -116,13 +135,13 @@ def discover_cpu_sensors(
         raise ConfigError(f"CPU scope must be 'machine' or 'process', got {scope!r}")
     model_scope = cast(Scope, scope)
     root = root if root is not None else sys_root()
-    platform = discover_platform_sensors(root)
-    if platform is not None and platform[0]:
-        sensors, notes = platform
+    whole = discover_platform_sensors(root)
+    if whole is not None and whole[0]:
+        sensors, notes = whole
         if scope == "process":
             notes.append(SOC_PROCESS_NOTE.format(what=sensors[0].devices[0].name, unit="chip"))
         return sensors, notes
-    notes = [] if platform is None else list(platform[1])
+    notes = [] if whole is None else list(whole[1])
     counters = _cpu_counters(root, rapl_root, notes)
     if counters is None:
         cpu = CpuModelSensor(scope=model_scope, pid=pid, marker=marker)

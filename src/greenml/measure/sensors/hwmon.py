@@ -38,6 +38,8 @@ AMD_ENERGY_FIX = (
     "(make && sudo insmod amd_energy.ko), or use powercap RAPL (sudo modprobe intel_rapl_msr)"
 )
 _CHANNEL_RE = re.compile(r"(energy|power|in|curr)(\d+)_input")
+# Chips whose power is a device greenml reads elsewhere (a GPU, a CPU): not a board rail.
+NOT_BOARD_CHIPS = frozenset({AMD_ENERGY, "amdgpu", "nouveau", "i915", "xe", "coretemp", "k10temp"})
 
 
 def read_text(path: Path) -> str:
@@ -301,7 +303,7 @@ def generic_power_sensor(root: str | Path = HWMON_ROOT) -> HwmonPowerSensor:
     """
     rails: list[Rail] = []
     for name, chip in hwmon_chips(root):
-        if name == AMD_ENERGY:
+        if name in NOT_BOARD_CHIPS:
             continue
         for label, power, volt, curr in power_rails(chip):
             key = f"power{len(rails)}"
