@@ -131,5 +131,11 @@ def test_doctor_on_this_machine_tells_the_truth() -> None:
     assert found["nvml"]["usable"] is has_nvidia or found["nvml"]["status"] != "absent"
     assert found["cpu-model"]["usable"]
     assert found["cpu-model"]["devices"][0]["method"] == "estimated"
+    run = json.loads(result.output)["run"]
+    methods = {d["key"]: d["method"] for d in run["devices"]}
+    if not has_rapl and not has_nvidia:  # this VM: the labelled models, and why
+        assert methods == {"cpu0": "estimated", "dram0": "estimated"}
+        assert any(n.startswith("RAPL not used") for n in run["notes"])
     text = CliRunner().invoke(cli, ["doctor"])
     assert text.exit_code == 0 and "CPU model" in text.output
+    assert "greenml run measures here:" in text.output

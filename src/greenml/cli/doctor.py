@@ -17,13 +17,18 @@ def doctor(as_json: bool) -> None:
     Usable sensors list the devices they measure with the method (counter,
     power-integrated, estimated) and its uncertainty. The others say why not
     (absent, driver-missing, not-installed, permission, unsupported) and the
-    exact command that fixes it, when something can be fixed.
+    exact command that fixes it, when something can be fixed. Last, what
+    `greenml run` measures here, opened as a run opens it.
     """
-    from greenml.measure.doctor_probes import diagnose_machine
+    from dataclasses import asdict
+
+    from greenml.measure.doctor_probes import diagnose_machine, run_plan
 
     findings = diagnose_machine()
+    devices, notes = run_plan()
     if as_json:
-        print(json_text({"sensors": [f.to_dict() for f in findings]}, indent=2))
+        run = {"devices": [asdict(d) for d in devices], "notes": notes}
+        print(json_text({"sensors": [f.to_dict() for f in findings], "run": run}, indent=2))
         return
     console = render.console()
     for f in findings:
@@ -39,3 +44,9 @@ def doctor(as_json: bool) -> None:
                 console.print(f"       {d.note}", highlight=False, markup=False)
         if f.fix:
             console.print(f"     fix: {f.fix}", highlight=False, markup=False)
+    console.print("greenml run measures here:", highlight=False, markup=False)
+    for d in devices:
+        console.print(f"     {d.key} ({d.component}): {d.method}, ±{d.uncertainty_rel * 100:.0f} %"
+                      f" — {d.name}", highlight=False, markup=False)  # fmt: skip
+    for note in notes:
+        console.print(f"     note: {note}", highlight=False, markup=False)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from greenml.errors import SensorUnavailable
 from greenml.measure.doctor import (
     ABSENT,
+    DeviceReport,
     AMD_VENDOR,
     DRIVER_MISSING,
     NOT_INSTALLED,
@@ -234,3 +235,18 @@ def diagnose_machine(machine: Machine | None = None) -> list[Finding]:
     """Every sensor backend, usable or not, on ``machine`` (this one by default)."""
     machine = machine or Machine()
     return [probe(machine) for probe in PROBES]
+
+
+def run_plan() -> tuple[list[DeviceReport], list[str]]:
+    """What ``greenml run`` measures on this machine: its devices and the notes it would print.
+
+    Opens the sensors exactly as a run does (machine scope), then closes them.
+    """
+    from greenml.measure.sensors.discover import discover_sensors
+
+    sensors, notes = discover_sensors(None, cpu=True)
+    try:
+        return [DeviceReport.of(d) for s in sensors for d in s.devices], notes
+    finally:
+        for sensor in sensors:
+            sensor.close()

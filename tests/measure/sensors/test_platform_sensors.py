@@ -203,3 +203,25 @@ def test_an_arm_board_with_a_power_monitor_is_measured_whole(tmp_path: Path) -> 
     (board,), notes = found
     assert board.read_power_w() == {"power0": pytest.approx(4.2)} and "inside it" in notes[0]
     assert discover_platform_sensors(fake.root, arch="x86_64") is None  # a server: not a board
+
+
+def test_a_real_tool_process_is_read_and_stopped_on_close() -> None:
+    import sys
+    import time
+
+    from greenml.measure.sensors.stream import process_records
+
+    script = ("import sys, time\n"
+              "while True:\n"
+              "    print('RAM 1/2MB VDD_IN 4200mW/4100mW', flush=True)\n"
+              "    time.sleep(0.05)\n")  # fmt: skip
+    sensor = TegrastatsSensor(source=lambda: process_records([sys.executable, "-c", script], b"\n"))
+    deadline = time.monotonic() + 10
+    while not sensor.read_power_w() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sensor.read_power_w() == {"board0": pytest.approx(4.2)}
+    sensor.close()
+    assert sensor._thread is not None
+    sensor._thread.join(5)
+    with pytest.raises(SensorError, match="tegrastats stopped"):
+        sensor.read_power_w()

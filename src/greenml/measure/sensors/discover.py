@@ -170,8 +170,8 @@ def _cpu_counters(root: Path, rapl_root: str | Path | None, notes: list[str]) ->
     if amd:
         try:
             sensor = HwmonEnergySensor(root / "sys/class/hwmon")
-        except SensorUnavailable:
-            pass
+        except SensorUnavailable as exc:
+            rapl_note = f"{rapl_note}; amd_energy not used: {exc}"
         else:
             notes.append(f"{rapl_note}; the amd_energy hwmon driver is used")
             return sensor

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import subprocess
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -24,39 +25,51 @@ Parse = Callable[[bytes], dict[str, float]]
 Source = Callable[[], Iterable[bytes]]
 
 
-def process_records(command: Sequence[str], separator: bytes) -> Iterator[bytes]:
-    """The records ``command`` prints, split at ``separator``; the process ends with them.
+class ProcessRecords:
+    """The records a command prints, split at ``separator``; :meth:`close` ends the command.
 
     Raises:
         SensorUnavailable: The command cannot be started.
     """
-    try:
-        proc = subprocess.Popen(
-            list(command),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            stdin=subprocess.DEVNULL,
-        )
-    except OSError as exc:
-        raise SensorUnavailable(f"cannot start {command[0]}: {exc.strerror}") from exc
-    assert proc.stdout is not None
 
-    def records() -> Iterator[bytes]:
+    def __init__(self, command: Sequence[str], separator: bytes) -> None:
+        self._separator = separator
+        try:
+            self._proc = subprocess.Popen(
+                list(command),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+            )
+        except OSError as exc:
+            raise SensorUnavailable(f"cannot start {command[0]}: {exc.strerror}") from exc
+
+    def __iter__(self) -> Iterator[bytes]:
+        stdout = self._proc.stdout
+        assert stdout is not None
         buffer = b""
         try:
-            while chunk := proc.stdout.read1(65536):  # type: ignore[union-attr]
+            while chunk := os.read(stdout.fileno(), 65536):
                 buffer += chunk
-                *done, buffer = buffer.split(separator)
+                *done, buffer = buffer.split(self._separator)
                 yield from (r for r in done if r.strip())
             if buffer.strip():
                 yield buffer
         finally:
-            with contextlib.suppress(OSError):
-                proc.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=2)
+            self.close()
 
-    return records()
+    def close(self) -> None:
+        """Stop the command (once it is gone, its output ends)."""
+        if self._proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self._proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=2)
+
+
+def process_records(command: Sequence[str], separator: bytes) -> ProcessRecords:
+    """Start ``command``; its output split into records at ``separator``."""
+    return ProcessRecords(command, separator)
 
 
 class StreamPowerSensor(Sensor):
@@ -80,8 +93,10 @@ class StreamPowerSensor(Sensor):
         self._ended: str | None = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._source: Iterable[bytes] | None = None
         if source is not None:
-            records = iter(source())
+            self._source = source()
+            records = iter(self._source)
             self._thread = threading.Thread(
                 target=self._pump, args=(records,), name=f"greenml-{tool}", daemon=True
             )
@@ -112,6 +127,13 @@ class StreamPowerSensor(Sensor):
             if self._ended is not None:
                 raise SensorError(f"{self._tool} stopped: {self._ended}")
             return dict(self._latest)
+
+    def close(self) -> None:
+        """Stop the tool (its reader thread then ends)."""
+        closer = getattr(self._source, "close", None)
+        if callable(closer):
+            with contextlib.suppress(Exception):
+                closer()
 
     def _pump(self, records: Iterator[bytes]) -> None:
         try:
