@@ -11,13 +11,13 @@ from collections.abc import Callable
 from greenml.errors import SensorUnavailable
 from greenml.measure.doctor import (
     ABSENT,
-    DeviceReport,
     AMD_VENDOR,
     DRIVER_MISSING,
     NOT_INSTALLED,
     NVIDIA_VENDOR,
     PERMISSION,
     UNSUPPORTED,
+    DeviceReport,
     Finding,
     Machine,
     classify,
