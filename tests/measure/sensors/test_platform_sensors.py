@@ -225,3 +225,18 @@ def test_a_real_tool_process_is_read_and_stopped_on_close() -> None:
     sensor._thread.join(5)
     with pytest.raises(SensorError, match="tegrastats stopped"):
         sensor.read_power_w()
+
+
+def test_an_amd_cpu_without_counters_uses_its_tdp_from_the_table(tmp_path: Path) -> None:
+    from greenml.measure.sensors.cpu_model import TDP_MODEL_UNCERTAINTY
+    from greenml.measure.sensors.discover import discover_cpu_sensors
+
+    fake = FakeMachine(tmp_path, model="AMD EPYC 9654 96-Core Processor")  # no powercap, no hwmon
+    sensors, notes = discover_cpu_sensors(root=fake.root)
+    cpu = sensors[0].devices[0]
+    assert (cpu.key, cpu.method) == ("cpu0", "estimated")
+    assert cpu.uncertainty_rel == TDP_MODEL_UNCERTAINTY
+    assert '360 W × 1 socket(s) for "AMD EPYC 9654"' in cpu.note
+    assert any("amd_energy not used" in n for n in notes)
+    for sensor in sensors:
+        sensor.close()

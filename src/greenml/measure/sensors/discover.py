@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from greenml.errors import ConfigError, SensorUnavailable
+from greenml.hardware import cpu_model_name
 from greenml.measure.sensors.base import Sensor
 from greenml.measure.sensors.cpu_model import (
     GREEN_ALGORITHMS_W_PER_GB,
@@ -144,7 +145,9 @@ def discover_cpu_sensors(
     notes = [] if whole is None else list(whole[1])
     counters = _cpu_counters(root, rapl_root, notes)
     if counters is None:
-        cpu = CpuModelSensor(scope=model_scope, pid=pid, marker=marker)
+        # the CPU's name (hence its TDP, AMD's or Intel's) from the same /proc as the rest
+        name = None if root == Path("/") else cpu_model_name(root / "proc/cpuinfo") or None
+        cpu = CpuModelSensor(scope=model_scope, pid=pid, marker=marker, cpu_name=name)
         return [cpu, DramModelSensor(scope=model_scope, pid=pid, marker=marker)], notes
     sensors = [counters]
     if scope == "process":
