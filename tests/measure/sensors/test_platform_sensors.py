@@ -240,3 +240,20 @@ def test_an_amd_cpu_without_counters_uses_its_tdp_from_the_table(tmp_path: Path)
     assert any("amd_energy not used" in n for n in notes)
     for sensor in sensors:
         sensor.close()
+
+
+def test_a_jetson_whose_rails_cannot_be_read_falls_back_with_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from greenml.measure.sensors import discover
+
+    fake = FakeMachine(tmp_path, vendor="", model="ARMv8", rapl_flag=False)
+    release = fake.path("etc/nv_tegra_release")
+    release.parent.mkdir(parents=True)
+    release.write_text("# R36 (release)\n")  # a Jetson, but no INA3221 exposed
+    monkeypatch.setattr(discover.shutil, "which", lambda name: None)  # and no tegrastats
+    sensors, notes = discover.discover_cpu_sensors(root=fake.root)
+    assert [d.method for s in sensors for d in s.devices] == ["estimated", "estimated"]
+    assert notes[0].startswith("Jetson INA3221 rails not used: no INA3221 rail")
+    for sensor in sensors:
+        sensor.close()

@@ -73,7 +73,9 @@ def discover_platform_sensors(
     """Sensors of a whole SoC or board; None on other machines.
 
     Apple Silicon (IOReport, else powermetrics), Jetson (INA3221, else
-    tegrastats), and other ARM/RISC-V boards with a hwmon power monitor.
+    tegrastats), and other ARM/RISC-V boards with a hwmon power monitor. No
+    sensors with a note: such a platform whose sensors cannot be opened (the
+    CPU sensors are used instead, and the note says why).
     """
     apple = fake_module(FAKE_APPLE_ENV)
     if apple is not None or (sys.platform == "darwin" and platform.machine() == "arm64"):
@@ -85,7 +87,7 @@ def discover_platform_sensors(
             note = f"IOReport not used: {exc}"
             if os.geteuid() == 0 and shutil.which("powermetrics"):
                 return [PowermetricsSensor()], [f"{note}; powermetrics used (power sampled)"]
-            return None if apple is None else ([], [note])
+            return [], [note]  # the CPU sensors below are used, and this says why
     from greenml.measure.sensors.jetson import TegrastatsSensor, is_jetson, jetson_sensor
 
     if is_jetson(root):
@@ -95,7 +97,7 @@ def discover_platform_sensors(
             note = f"Jetson INA3221 rails not used: {exc}"
             if shutil.which("tegrastats"):
                 return [TegrastatsSensor()], [f"{note}; tegrastats used (board input power)"]
-            return None
+            return [], [note]
     if (arch or platform.machine()) in EDGE_ARCHES:
         from greenml.measure.sensors.hwmon import generic_power_sensor
 
