@@ -7,8 +7,9 @@ Sources (rocm.docs.amd.com/projects/amdsmi, Python API reference and the C
   "counter_resolution": µJ per count, "timestamp": ns}``; bindings before ROCm 6.2
   named the count ``"power"``. "Not supported on virtual machine guest" → the
   call raises with ``AMDSMI_STATUS_NOT_SUPPORTED`` (2).
-- ``amdsmi_get_power_info(h)`` → ``current_socket_power``/``average_socket_power``
-  in W, the string ``"N/A"`` where not reported.
+- ``amdsmi_get_power_info(h)`` → ``current_socket_power`` (MI300+) /
+  ``average_socket_power`` (Navi, MI200 and earlier) in W, ``"N/A"`` or UINT32_MAX
+  where not reported (amdsmi_power_info_t, ROCm 7.1 docs).
 - ``amdsmi_get_power_cap_info(h)`` → ``power_cap``, ``default_power_cap``,
   ``min_power_cap``, ``max_power_cap`` in µW (Linux bare metal);
   ``amdsmi_set_power_cap(h, sensor_ind, cap_µW)``: outside [min, max] →
@@ -82,6 +83,7 @@ class FakeAmdGpu:
     start_count: int = 0
     vm_guest: bool = False  # no energy counter, as on a VM guest
     power_na: bool = False
+    mi200: bool = False  # only average_socket_power; current_socket_power is UINT32_MAX
     partition: str = "SPX"
     cap_uw: int = 750_000_000
     default_cap_uw: int = 750_000_000
@@ -181,7 +183,8 @@ class FakeAmdSmi:
     def amdsmi_get_power_info(self, handle: Any) -> dict[str, Any]:
         gpu = self._gpu(handle)
         watts: Any = "N/A" if gpu.power_na else int(gpu.power_w)
-        return {"current_socket_power": watts, "average_socket_power": watts,
+        current: Any = 2**32 - 1 if gpu.mi200 else watts
+        return {"current_socket_power": current, "average_socket_power": watts,
                 "gfx_voltage": 800, "soc_voltage": 900, "mem_voltage": 1100,
                 "power_limit": gpu.cap_uw // 1_000_000}  # fmt: skip
 

@@ -167,3 +167,8 @@ def test_any_visibility_value_selects_gpus_or_says_none_are_visible(value: str) 
             return
         keys = [d.key for d in sensor.devices]
         assert keys == [f"gpu{i}" for i in range(len(keys))] and 1 <= len(keys) <= 3
+
+
+def test_an_mi200_reports_average_power_only() -> None:
+    sensor = AmdGpuSensor(amdsmi=FakeAmdSmi(mi300x(1, mi200=True, power_w=420.0)))
+    assert sensor.read_power_w() == {"gpu0": 420.0}  # not UINT32_MAX watts

@@ -8,8 +8,9 @@ What AMD SMI documents, and how it is used here (rocm.docs.amd.com/projects/amds
   count × resolution / 1e6. Older bindings name the count ``power``, newer ones
   ``energy_accumulator``; both are read. It is "not supported on virtual machine
   guest": such GPUs are labelled ``power-integrated`` and their power is sampled.
-- ``amdsmi_get_power_info``: ``current_socket_power`` / ``average_socket_power`` in
-  watts; a field the GPU does not report is the string ``"N/A"``.
+- ``amdsmi_get_power_info``: ``current_socket_power`` (MI300 and later) /
+  ``average_socket_power`` (Navi, MI200 and earlier) in watts; a field the GPU
+  does not report is the string ``"N/A"`` (UINT32_MAX in the C struct).
 - ``amdsmi_get_gpu_activity``: ``gfx_activity`` / ``umc_activity`` in percent.
 - ``amdsmi_get_gpu_vram_usage``: ``vram_used`` / ``vram_total`` in MB.
 - ``amdsmi_get_power_cap_info``: ``power_cap``, ``default_power_cap``,
@@ -49,6 +50,7 @@ PARTITION_NOTE = (
     "shared by all of its partitions"
 )
 NA = "N/A"
+UINT32_MAX = 2**32 - 1
 
 
 def import_amdsmi(amdsmi: Any | None = None) -> Any:
@@ -288,9 +290,11 @@ class AmdGpuSensor(Sensor):
 
     def _power_w(self, gpu: _Gpu) -> float | None:
         info = self._smi.amdsmi_get_power_info(gpu.handle)
+        # current_socket_power: MI300 and later; average_socket_power: Navi, MI200 and
+        # earlier; a field the GPU lacks is "N/A" (Python) or UINT32_MAX (the C struct)
         for field in ("current_socket_power", "average_socket_power"):
             watts = _number(info.get(field))
-            if watts is not None:
+            if watts is not None and watts < UINT32_MAX:
                 return watts
         return None
 
