@@ -97,3 +97,30 @@ def test_jetson_board(tmp_path: Path) -> None:
     assert JETSON_UNCERTAINTY <= uncertainty < 0.5
     energy = record["energy"]["components"]["board"]["energy_j"]
     assert energy == pytest.approx(6.0 * record["duration_s"], rel=0.35)
+
+
+def test_jetson_without_readable_rails_falls_back_to_tegrastats(tmp_path: Path) -> None:
+    fake = FakeMachine(tmp_path / "root", vendor="", model="ARMv8 Processor rev 1 (v8l)",
+                       rapl_flag=False)  # fmt: skip
+    release = fake.path("etc/nv_tegra_release")
+    release.parent.mkdir(parents=True)
+    release.write_text("# R35 (release), REVISION: 4.1\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "tegrastats"  # prints its documented line format every 50 ms
+    tool.write_text(
+        f"#!{sys.executable}\n"
+        "import time\n"
+        "while True:\n"
+        "    print('RAM 2448/7620MB (lfb 3x4MB) CPU [12%@1190] VDD_IN 6000mW/5900mW "
+        "VDD_SOC 1400mW/1390mW', flush=True)\n"
+        "    time.sleep(0.05)\n"
+    )
+    tool.chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    record = run_on(tmp_path, fake.root, "--sample-hz", "50", PATH=path)
+    found = devices(record)
+    assert {k: v[:2] for k, v in found.items()} == {"board0": ("board", "power-integrated")}
+    assert any("tegrastats used" in n for n in record["energy"]["notes"])
+    energy = record["energy"]["components"]["board"]["energy_j"]
+    assert 0 < energy <= 6.0 * record["duration_s"] * 1.05
