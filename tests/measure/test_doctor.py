@@ -139,3 +139,4 @@ def test_doctor_on_this_machine_tells_the_truth() -> None:
     text = CliRunner().invoke(cli, ["doctor"])
     assert text.exit_code == 0 and "CPU model" in text.output
     assert "greenml run measures here:" in text.output
+

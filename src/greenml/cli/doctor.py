@@ -22,9 +22,11 @@ def doctor(as_json: bool) -> None:
     """
     from dataclasses import asdict
 
+    from greenml.measure.doctor import Machine
     from greenml.measure.doctor_probes import diagnose_machine, run_plan
+    from greenml.optimize.control_probe import probe_power_limits
 
-    findings = diagnose_machine()
+    findings = [*diagnose_machine(), probe_power_limits(Machine())]
     devices, notes = run_plan()
     if as_json:
         run = {"devices": [asdict(d) for d in devices], "notes": notes}
