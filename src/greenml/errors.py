@@ -21,6 +21,9 @@ Every error class of the package is defined here::
     ├── PowerLimitError              a GPU power limit could not be set
     │   ├── PowerLimitPermissionError    no root / CAP_SYS_ADMIN
     │   └── PowerLimitUnsupported        the GPU or driver does not allow it
+    ├── ClockLockError               GPU clocks could not be locked or unlocked
+    │   ├── ClockPermissionError         no root / CAP_SYS_ADMIN
+    │   └── ClockUnsupported             the GPU or driver does not allow it
     ├── CompressError                a compression technique broke the model: variant failed
     │   └── NotApplicable            the technique does not apply: variant skipped
     ├── BatcherClosed                a request met a closed dynamic batcher
@@ -125,6 +128,18 @@ class PowerLimitPermissionError(PowerLimitError):
 
 class PowerLimitUnsupported(PowerLimitError):
     """The GPU or driver does not allow power limits to be set."""
+
+
+class ClockLockError(GreenmlError):
+    """GPU graphics clocks could not be locked or unlocked."""
+
+
+class ClockPermissionError(ClockLockError):
+    """The driver refused to lock clocks: the process lacks root / CAP_SYS_ADMIN."""
+
+
+class ClockUnsupported(ClockLockError):
+    """The GPU or driver does not allow its clocks to be locked."""
 
 
 class CompressError(GreenmlError):

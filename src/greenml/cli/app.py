@@ -34,6 +34,7 @@ COMMANDS = {
     "diagnose": "greenml.cli.diagnose:diagnose",
     "optimize": "greenml.cli.optimize:optimize",
     "gpu": "greenml.cli.gpu:gpu",
+    "doctor": "greenml.cli.doctor:doctor",
     "plan": "greenml.cli.plan:plan",
     "compress": "greenml.cli.compress:compress",
     "serve": "greenml.cli.serve:serve",

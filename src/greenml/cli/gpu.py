@@ -1,4 +1,6 @@
-"""``greenml gpu``: GPU power limits on this machine (see, set, restore).
+"""``greenml gpu``: GPU power limits and clocks on this machine (see, set, lock, restore).
+
+NVIDIA GPUs go through NVML, AMD GPUs through AMD SMI (power caps, performance levels).
 
 The optimizer's plan and the straggler simulation moved to ``greenml optimize``;
 their old spellings stay as hidden aliases.
@@ -31,7 +33,7 @@ class _GpuGroup(LazyGroup):
 
 @click.group(cls=_GpuGroup, no_args_is_help=True)
 def gpu() -> None:
-    """GPU power limits on this machine: allowed ranges, set and restore."""
+    """GPU power limits and clocks on this machine: allowed ranges, set, lock and restore."""
 
 
 @gpu.command("limits")
@@ -39,16 +41,17 @@ def gpu() -> None:
 @gpu_renamed
 @json_option()
 def limits(gpus: str | None, as_json: bool) -> None:
-    """Each GPU's power limit now, its default and the allowed range (read from NVML)."""
-    from greenml.optimize.gpu_control import GpuControl
+    """Each GPU's power limit now, its default and the allowed range (NVML or AMD SMI)."""
+    from greenml.optimize.power_limit import open_power_control
 
-    control = GpuControl(gpus_to_act_on(gpus))
+    control = open_power_control(gpus_to_act_on(gpus))
     try:
         rows = control.limits()
     finally:
         control.close()
+    source = "AMD SMI" if getattr(control, "vendor", "nvidia") == "amd" else "NVML"
     if as_json:
-        print(json_text({"source": "NVML", "gpus": [g.to_dict() for g in rows]}, indent=2))
+        print(json_text({"source": source, "gpus": [g.to_dict() for g in rows]}, indent=2))
         return
     render.console().print(render.gpu_limits_table(rows))
 
@@ -64,9 +67,10 @@ def set_limit(
     watts: float, gpus: str | None, state_file: str | None, dry_run: bool, as_json: bool
 ) -> None:
     """Set a power limit of WATTS; the originals are saved for `greenml gpu restore`."""
-    from greenml.optimize.gpu_control import GpuControl, check_limit
+    from greenml.optimize.gpu_control import check_limit
+    from greenml.optimize.power_limit import open_power_control
 
-    control = GpuControl(gpus_to_act_on(gpus), state_file=state_file)
+    control = open_power_control(gpus_to_act_on(gpus), state_file=state_file)
     try:
         before = control.limits()
         for g in before:
@@ -98,22 +102,88 @@ def set_limit(
 @_state_option
 @json_option()
 def restore(state_file: str | None, as_json: bool) -> None:
-    """Put back the original limits saved in the state file (e.g. after a crash)."""
+    """Put back the original limits and clocks saved in the state files (e.g. after a crash)."""
+    from greenml.optimize.gpu_clocks import restore_clocks_from_state
     from greenml.optimize.gpu_restore import restore_from_state
 
     result = restore_from_state(state_file)
+    clocks, clocks_missing = restore_clocks_from_state()
     if as_json:
-        print(json_text(result.to_dict(), indent=2))
+        out = {**result.to_dict(), "clocks": {"restored": clocks, "missing": clocks_missing}}
+        print(json_text(out, indent=2))
         return
     console = render.console()
-    if not result.restored and not result.missing:
+    if not (result.restored or result.missing or clocks or clocks_missing):
         console.print(f"nothing to restore: no saved limits in {result.state_file}",
                       highlight=False, markup=False)  # fmt: skip
         return
     for uuid, watts in result.restored.items():
         console.print(f"{uuid}: restored to {watts:g} W", highlight=False)
-    for uuid in result.missing:
+    for uuid, original in clocks.items():
+        console.print(f"{uuid}: clocks restored ({original})", highlight=False, markup=False)
+    for uuid in [*result.missing, *clocks_missing]:
         console.print(
             f"{uuid}: not on this machine; kept in {result.state_file}", highlight=False,
             markup=False,
         )  # fmt: skip
+
+
+@gpu.command("clocks")
+@gpus_option
+@json_option()
+def clocks(gpus: str | None, as_json: bool) -> None:
+    """Each GPU's supported graphics clocks and the clock now (NVML or AMD SMI)."""
+    from greenml.optimize.gpu_clocks import open_clock_control
+
+    control = open_clock_control(gpus_to_act_on(gpus))
+    try:
+        rows = control.clocks()
+    finally:
+        control.close()
+    if as_json:
+        print(json_text({"vendor": control.vendor, "gpus": [g.to_dict() for g in rows]}, indent=2))
+        return
+    console = render.console()
+    for g in rows:
+        now = "?" if g.current_mhz is None else f"{g.current_mhz:g}"
+        console.print(
+            f"{g.key} {g.name}: {g.min_mhz}–{g.max_mhz} MHz ({len(g.supported_mhz)} clocks), "
+            f"now {now} MHz", highlight=False, markup=False,
+        )  # fmt: skip
+
+
+@gpu.command("lock-clocks")
+@click.argument("mhz", type=float)
+@gpus_option
+@click.option("--dry-run", is_flag=True, help="Show the clock that would be locked; lock nothing.")
+@json_option()
+def lock_clocks(mhz: float, gpus: str | None, dry_run: bool, as_json: bool) -> None:
+    """Lock the graphics clock at MHZ (or the supported clock below); `gpu restore` unlocks.
+
+    NVIDIA: NVML locked clocks (Volta and newer). AMD: performance determinism mode,
+    which caps the graphics clock. Needs root; the original state is saved first.
+    """
+    from greenml.optimize.gpu_clocks import open_clock_control
+
+    control = open_clock_control(gpus_to_act_on(gpus))
+    try:
+        rows = control.clocks()
+        targets = {g.key: g.nearest(mhz) for g in rows}
+        if not dry_run:
+            control.check_permission()
+            for g in rows:
+                control.lock(g.key, mhz)
+    finally:
+        control.close()
+    changes = [{"gpu": g.key, "uuid": g.uuid, "to_mhz": targets[g.key]} for g in rows]
+    if as_json:
+        print(json_text({"dry_run": dry_run, "state_file": str(control.state_file),
+                         "changes": changes}, indent=2))  # fmt: skip
+        return
+    console = render.console()
+    verb = "would lock" if dry_run else "locked"
+    for g in rows:
+        console.print(f"{g.key} {g.name}: {verb} at {targets[g.key]} MHz", highlight=False)
+    if not dry_run:
+        console.print(f"originals saved in {control.state_file}; `greenml gpu restore` unlocks",
+                      highlight=False, markup=False)  # fmt: skip

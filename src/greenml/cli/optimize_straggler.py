@@ -52,12 +52,20 @@ from greenml.store.export import json_text
     "[default without --slow: 5=1.08 6=1.12]",
 )
 @click.option("--seeds", type=int, default=5, show_default=True, help="Runs with other jitter.")
+@click.option(
+    "--knob",
+    type=click.Choice(["power-limit", "clock"]),
+    default="power-limit",
+    show_default=True,
+    help="What the planner sets: power limits, or locked graphics clocks (Perseus).",
+)
 @json_option()
 def straggler_sim(
     ranks: int, steps: int, workload: str, compute_s: float, comm_s: float, noise: str,
-    wait_power_w: float, slow: tuple[str, ...], then: tuple[str, ...], seeds: int, as_json: bool,
+    wait_power_w: float, slow: tuple[str, ...], then: tuple[str, ...], seeds: int, knob: str,
+    as_json: bool,
 ) -> None:  # fmt: skip
-    """Simulate straggler-aware power limits against all GPUs at their highest limit."""
+    """Simulate straggler-aware power limits or clocks against all GPUs at their highest."""
     from greenml.optimize.straggler.sim import SimConfig, simulate_seeds
 
     phases: list[tuple[float, dict[int, float]]] = [
@@ -68,6 +76,7 @@ def straggler_sim(
     config = SimConfig(
         ranks=ranks, steps=steps, workload=workload, compute_s=compute_s, comm_s=comm_s,
         noise_rel=parse_share(noise, "--noise"), wait_power_w=wait_power_w, phases=tuple(phases),
+        knob=knob,
     )  # fmt: skip
     summary = simulate_seeds(config, seeds)
     if as_json:
@@ -104,7 +113,10 @@ def _print_sim(s: dict[str, Any]) -> None:
         f"simulated: {first['ranks']} × V100, {first['workload']} curve, {first['steps']} steps, "
         f"{len(s['runs'])} seeds",
         f"imbalance: {phases or 'none'}",
-        f"energy:    {render.energy(s['baseline_energy_j'])} at the highest limit → "
+        "knob:      " + ("power limits (W)" if s["knob"] == "power-limit" else
+                         "locked graphics clocks (MHz)"),
+        f"energy:    {render.energy(s['baseline_energy_j'])} at the highest "
+        f"{'limit' if s['knob'] == 'power-limit' else 'clock'} → "
         f"{render.energy(s['planned_energy_j'])} planned (mean over seeds)",
         f"saved:     {saved['mean']:.1%} (range {saved['min']:.1%}–{saved['max']:.1%})",
         f"step time: {change['mean']:+.2%} (range {change['min']:+.2%}–{change['max']:+.2%})",
@@ -115,5 +127,7 @@ def _print_sim(s: dict[str, Any]) -> None:
         f"{first['assumptions']['noise_rel']:.1%} per step; curves re-profiled with "
         f"{first['assumptions']['profile_noise_rel']:.1%} noise",
     ]
+    if "clock_model" in first["assumptions"]:
+        lines.append(f"model:     {first['assumptions']['clock_model']}")
     for line in lines:
         console.print(line, highlight=False, markup=False)

@@ -30,7 +30,7 @@ from greenml.errors import (
     SensorError,
     SensorUnavailable,
 )
-from greenml.measure.sensors.nvml import import_nvml, visible_handles
+from greenml.measure.sensors.nvml import NvmlSensor, import_nvml, visible_handles
 from greenml.optimize.gpu_state import (
     default_state_file,
     locked,
@@ -153,6 +153,10 @@ class GpuControl:
         """The NVML module in use (a Meter over the same GPUs shares it)."""
         return self._nvml
 
+    def sensor(self) -> NvmlSensor:
+        """A sensor over the controlled GPUs (for the optimizer's own Meter)."""
+        return NvmlSensor([i for i, _ in self._handles.values()], nvml=self._nvml)
+
     def limits(self) -> list[GpuLimits]:
         """Current, default and allowed limits of every controlled GPU."""
         return [self.get(key) for key in self._handles]
@@ -256,28 +260,39 @@ class GpuControl:
 
     def _save_original(self, gpu: GpuLimits) -> float:
         """Record ``gpu``'s original limit (unless already recorded); return the original."""
-        with locked(self.state_file):
-            saved = read_state_at(self.state_file)
-            entry = saved.get(gpu.uuid)
-            if entry is not None:
-                original = float(entry["original_limit_w"])
-                if original != gpu.limit_w:
-                    log.warning(
-                        "greenml: %s is at %g W but %s says its original limit is %g W "
-                        "(an earlier run did not restore it); that original is kept",
-                        gpu.key, gpu.limit_w, self.state_file, original,
-                    )  # fmt: skip
-                return original
-            saved[gpu.uuid] = {
-                "original_limit_w": gpu.limit_w,
-                "name": gpu.name,
-                "index": gpu.index,
-                "saved_at": datetime.now(timezone.utc).isoformat(),
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-            }
-            write_state(self.state_file, saved)
-            return gpu.limit_w
+        return save_original(self.state_file, gpu)
+
+
+def save_original(state_file: Path, gpu: GpuLimits, vendor: str = "nvidia") -> float:
+    """Record ``gpu``'s limit as its original in ``state_file`` unless one is recorded.
+
+    Returns the original: the recorded one when an earlier run left it there (after a
+    crash the file, not the GPU, knows the original), else the limit now.
+    """
+    with locked(state_file):
+        saved = read_state_at(state_file)
+        entry = saved.get(gpu.uuid)
+        if entry is not None:
+            original = float(entry["original_limit_w"])
+            if original != gpu.limit_w:
+                log.warning(
+                    "greenml: %s is at %g W but %s says its original limit is %g W "
+                    "(an earlier run did not restore it); that original is kept",
+                    gpu.key, gpu.limit_w, state_file, original,
+                )  # fmt: skip
+            return original
+        saved[gpu.uuid] = {
+            "original_limit_w": gpu.limit_w,
+            "name": gpu.name,
+            "index": gpu.index,
+            "saved_at": datetime.now(timezone.utc).isoformat(),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+        }
+        if vendor != "nvidia":
+            saved[gpu.uuid]["vendor"] = vendor
+        write_state(state_file, saved)
+        return gpu.limit_w
 
 
 def set_limit_by_handle(

@@ -1,6 +1,7 @@
-"""The state file of original GPU power limits: JSON keyed by GPU UUID.
+"""The state files of original GPU power limits and clocks: JSON keyed by GPU UUID.
 
-It lives in the per-user state folder (``$GREENML_GPU_STATE`` overrides), is
+Power limits and locked clocks each have a file (``gpu_power_limits.json``,
+``gpu_clocks.json``). It lives in the per-user state folder (``$GREENML_GPU_STATE`` overrides), is
 replaced atomically, and is locked while read-modify-written, since the ranks
 of one machine share it. It is removed once nothing is left to restore.
 
@@ -22,6 +23,8 @@ from greenml.errors import ConfigError
 
 STATE_ENV = "GREENML_GPU_STATE"
 STATE_FILENAME = "gpu_power_limits.json"
+CLOCK_STATE_ENV = "GREENML_GPU_CLOCK_STATE"
+CLOCK_STATE_FILENAME = "gpu_clocks.json"
 
 
 def default_state_file() -> Path:
@@ -34,13 +37,25 @@ def default_state_file() -> Path:
     return Path(platformdirs.user_state_dir("greenml")) / STATE_FILENAME
 
 
+def default_clock_state_file() -> Path:
+    """``$GREENML_GPU_CLOCK_STATE``, else ``gpu_clocks.json`` next to the power limits' file."""
+    override = os.environ.get(CLOCK_STATE_ENV)
+    if override:
+        return Path(override).expanduser()
+    return default_state_file().with_name(CLOCK_STATE_FILENAME)
+
+
 def read_state(state_file: str | Path | None = None) -> dict[str, dict[str, Any]]:
     """The saved originals, {uuid: entry}; {} when there is no state file."""
     return read_state_at(Path(state_file) if state_file is not None else default_state_file())
 
 
-def read_state_at(path: Path) -> dict[str, dict[str, Any]]:
-    """The entries of the state file at ``path``; ConfigError when it is not one."""
+def read_state_at(path: Path, required: str = "original_limit_w") -> dict[str, dict[str, Any]]:
+    """The entries of the state file at ``path``; ConfigError when it is not one.
+
+    Every entry must hold ``required``: ``original_limit_w`` (a number) in the power
+    limits' file, ``original_clocks`` in the clocks' file.
+    """
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -54,7 +69,10 @@ def read_state_at(path: Path) -> dict[str, dict[str, Any]]:
             raise TypeError("'gpus' is not an object")
         entries = {str(k): dict(v) for k, v in gpus.items()}
         for entry in entries.values():
-            entry["original_limit_w"] = float(entry["original_limit_w"])
+            if required == "original_limit_w":
+                entry[required] = float(entry[required])
+            elif required not in entry:
+                raise KeyError(required)
         return entries
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{path} is not a greenml GPU state file ({exc})") from exc

@@ -21,10 +21,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from greenml.errors import ConfigError, PowerLimitPermissionError
+from greenml.errors import ConfigError, PowerLimitPermissionError, SensorUnavailable
 from greenml.measure.measurement import Measurement, weakest_method
 from greenml.measure.meter import Meter
-from greenml.measure.sensors.nvml import NvmlSensor
+from greenml.optimize.amd_control import AmdGpuControl
 from greenml.optimize.ddp import all_reduce, local_rank, process_group
 from greenml.optimize.exit_guard import ExitGuard
 from greenml.optimize.gpu_control import GpuControl
@@ -45,7 +45,7 @@ class PowerLimitOptimizer:
         meter: Measures the tuned GPUs (``gpu0`` ... keys); one is made if None.
         gpus: CUDA ordinals to tune; under torch.distributed ``LOCAL_RANK``'s by default.
         nvml: A ``pynvml``-compatible module (tests inject a fake).
-        control: Use this GpuControl instead of opening one.
+        control: Use this GpuControl (or AmdGpuControl) instead of opening one.
         eta: Weight of energy against time in [0, 1] (Zeus's η).
         max_slowdown: If given (0.05 = 5 %), least energy within that slowdown instead.
         step_w: Watts between profiled limits.
@@ -67,7 +67,7 @@ class PowerLimitOptimizer:
         *,
         gpus: Sequence[int] | None = None,
         nvml: Any | None = None,
-        control: GpuControl | None = None,
+        control: GpuControl | AmdGpuControl | None = None,
         eta: float = 0.5,
         max_slowdown: float | None = None,
         step_w: float = 25.0,
@@ -87,7 +87,7 @@ class PowerLimitOptimizer:
         dist = process_group()
         if gpus is None and control is None and dist is not None:
             gpus = [local_rank()]
-        self._control = control or GpuControl(gpus, nvml=nvml, state_file=state_file)
+        self._control = control or open_power_control(gpus, nvml=nvml, state_file=state_file)
         self._clock = clock
         self.profiles: list[LimitProfile] = []
         self.chosen: LimitProfile | None = None
@@ -279,8 +279,27 @@ def _profile_dict(p: LimitProfile) -> dict[str, float]:
             "power_w": p.power_w}  # fmt: skip
 
 
-def _own_meter(control: GpuControl) -> Any:
+def open_power_control(
+    gpus: Sequence[int] | None, *, nvml: Any | None = None, state_file: str | Path | None = None
+) -> GpuControl | AmdGpuControl:
+    """NVIDIA GPUs' power limits through NVML, else AMD GPUs' power caps through AMD SMI.
+
+    Raises:
+        SensorUnavailable: Neither library can open the GPUs (NVML's reason).
+    """
+    try:
+        return GpuControl(gpus, nvml=nvml, state_file=state_file)
+    except SensorUnavailable as nvml_error:
+        if nvml is not None:
+            raise
+        try:
+            return AmdGpuControl(gpus, state_file=state_file)
+        except SensorUnavailable:
+            raise nvml_error from None
+
+
+def _own_meter(control: GpuControl | AmdGpuControl) -> Any:
     """A Meter over the tuned GPUs only (10 Hz when one has no energy counter)."""
-    sensor = NvmlSensor([int(k.removeprefix("gpu")) for k in control.keys], nvml=control.nvml)
+    sensor = control.sensor()
     counters = all(d.has_counter for d in sensor.devices)
     return Meter(sensors=[sensor], sample_hz=0.0 if counters else 10.0)

@@ -1,12 +1,32 @@
-"""Choose the CPU and DRAM sensors of this machine: RAPL counters, else the model."""
+"""Choose the sensors of this machine, best first, every fallback labelled in the notes.
+
+- GPUs: NVIDIA through NVML, else AMD through AMD SMI.
+- A platform that measures the whole SoC or board replaces the CPU and DRAM
+  sensors: Apple Silicon (IOReport, else ``powermetrics`` as root), NVIDIA
+  Jetson boards (INA3221 rails, else ``tegrastats``) and other ARM/RISC-V
+  boards with a hwmon power monitor.
+- CPUs: powercap RAPL (Intel, or AMD labelled as such), else the ``amd_energy``
+  hwmon driver, else the CPU model; DRAM from RAPL where it has a DRAM domain,
+  else the DRAM model.
+
+Testing hooks: ``GREENML_SYS_ROOT`` moves every sysfs/procfs path under another
+root (a fake tree); ``GREENML_FAKE_AMDSMI`` and ``GREENML_FAKE_APPLE`` name a
+``module:factory`` that returns a fake ``amdsmi`` / ``zeus_apple_silicon``.
+"""
 
 from __future__ import annotations
 
+import importlib
+import os
+import platform
+import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from greenml.errors import ConfigError, SensorUnavailable
+from greenml.hardware import cpu_model_name
 from greenml.measure.sensors.base import Sensor
 from greenml.measure.sensors.cpu_model import (
     GREEN_ALGORITHMS_W_PER_GB,
@@ -15,32 +35,101 @@ from greenml.measure.sensors.cpu_model import (
     Scope,
 )
 from greenml.measure.sensors.nvml import NvmlSensor
-from greenml.measure.sensors.rapl import RaplSensor
+from greenml.measure.sensors.rapl import RaplSensor, is_amd_cpu
 
 RAPL_PROCESS_NOTE = (
     "RAPL counts whole CPU packages: the cpu figures include every process on the "
     "machine, not only the measured process tree"
 )
+SOC_PROCESS_NOTE = (
+    "{what} measures the whole {unit}: its figures include every process on the "
+    "machine, not only the measured process tree"
+)
+SYS_ROOT_ENV = "GREENML_SYS_ROOT"
+FAKE_AMDSMI_ENV = "GREENML_FAKE_AMDSMI"
+FAKE_APPLE_ENV = "GREENML_FAKE_APPLE"
+# Machines that are boards: their hwmon power monitors measure the board (not on servers,
+# where hwmon power channels belong to GPUs and PSUs).
+EDGE_ARCHES = ("aarch64", "armv7l", "armv6l", "riscv64")
+
+
+def sys_root() -> Path:
+    """Where /sys and /proc are read from: ``/``, or ``$GREENML_SYS_ROOT`` (tests)."""
+    return Path(os.environ.get(SYS_ROOT_ENV) or "/")
+
+
+def fake_module(env: str) -> Any | None:
+    """The fake module a testing hook names (``package.module:factory``), else None."""
+    hook = os.environ.get(env)
+    if not hook:
+        return None
+    module, _, factory = hook.partition(":")
+    return getattr(importlib.import_module(module), factory or "module")()
+
+
+def discover_platform_sensors(
+    root: Path, arch: str | None = None
+) -> tuple[list[Sensor], list[str]] | None:
+    """Sensors of a whole SoC or board; None on other machines.
+
+    Apple Silicon (IOReport, else powermetrics), Jetson (INA3221, else
+    tegrastats), and other ARM/RISC-V boards with a hwmon power monitor. No
+    sensors with a note: such a platform whose sensors cannot be opened (the
+    CPU sensors are used instead, and the note says why).
+    """
+    apple = fake_module(FAKE_APPLE_ENV)
+    if apple is not None or (sys.platform == "darwin" and platform.machine() == "arm64"):
+        from greenml.measure.sensors.apple import AppleSiliconSensor, PowermetricsSensor
+
+        try:
+            return [AppleSiliconSensor(module=apple)], []
+        except SensorUnavailable as exc:
+            note = f"IOReport not used: {exc}"
+            if os.geteuid() == 0 and shutil.which("powermetrics"):
+                return [PowermetricsSensor()], [f"{note}; powermetrics used (power sampled)"]
+            return [], [note]  # the CPU sensors below are used, and this says why
+    from greenml.measure.sensors.jetson import TegrastatsSensor, is_jetson, jetson_sensor
+
+    if is_jetson(root):
+        try:
+            return [jetson_sensor(root)], []
+        except SensorUnavailable as exc:
+            note = f"Jetson INA3221 rails not used: {exc}"
+            if shutil.which("tegrastats"):
+                return [TegrastatsSensor()], [f"{note}; tegrastats used (board input power)"]
+            return [], [note]
+    if (arch or platform.machine()) in EDGE_ARCHES:
+        from greenml.measure.sensors.hwmon import generic_power_sensor
+
+        try:
+            board = generic_power_sensor(root / "sys/class/hwmon")
+        except SensorUnavailable:
+            return None
+        return [board], ["board power from its hwmon power monitor; CPU and DRAM are inside it"]
+    return None
 
 
 def discover_cpu_sensors(
     scope: str = "machine",
     pid: int | None = None,
-    rapl_root: str | Path = "/sys/class/powercap",
+    rapl_root: str | Path | None = None,
     marker: str | None = None,
+    root: Path | None = None,
 ) -> tuple[list[Sensor], list[str]]:
-    """The CPU (and DRAM) sensors to use, and notes to show the user once.
+    """The CPU (and DRAM, or whole-SoC) sensors to use, and notes to show the user once.
 
-    RAPL counters are preferred. Without them (no domains, access denied) the
-    CPU and DRAM models are used, and the reason is the first note. When RAPL
-    has no DRAM domain (AMD, most laptops), DRAM comes from the model.
+    A whole-SoC or board sensor comes first (see the module docstring). Else
+    RAPL counters, else ``amd_energy``; without them (no domains, access denied)
+    the CPU and DRAM models are used, and the reasons are notes. When RAPL has
+    no DRAM domain (AMD, most laptops), DRAM comes from the model.
 
     Args:
         scope: ``machine`` or ``process`` (the process tree rooted at ``pid``).
         pid: Root of the process tree; the current process by default.
-        rapl_root: The powercap class directory.
+        rapl_root: The powercap class directory (default: under ``root``).
         marker: ``NAME=VALUE`` carried by the command's processes, which the
             process-scope models follow even after they leave the tree.
+        root: Where /sys and /proc are read (default :func:`sys_root`).
 
     Raises:
         ConfigError: ``scope`` is neither ``machine`` nor ``process``.
@@ -48,23 +137,75 @@ def discover_cpu_sensors(
     if scope not in ("machine", "process"):
         raise ConfigError(f"CPU scope must be 'machine' or 'process', got {scope!r}")
     model_scope = cast(Scope, scope)
-    notes: list[str] = []
-    try:
-        rapl = RaplSensor(rapl_root)
-    except SensorUnavailable as exc:
-        notes.append(f"RAPL not used: {exc}")
-        cpu = CpuModelSensor(scope=model_scope, pid=pid, marker=marker)
+    root = root if root is not None else sys_root()
+    whole = discover_platform_sensors(root)
+    if whole is not None and whole[0]:
+        sensors, notes = whole
+        if scope == "process":
+            notes.append(SOC_PROCESS_NOTE.format(what=sensors[0].devices[0].name, unit="chip"))
+        return sensors, notes
+    notes = [] if whole is None else list(whole[1])
+    counters = _cpu_counters(root, rapl_root, notes)
+    if counters is None:
+        # the CPU's name (hence its TDP, AMD's or Intel's) from the same /proc as the rest
+        name = None if root == Path("/") else cpu_model_name(root / "proc/cpuinfo") or None
+        cpu = CpuModelSensor(scope=model_scope, pid=pid, marker=marker, cpu_name=name)
         return [cpu, DramModelSensor(scope=model_scope, pid=pid, marker=marker)], notes
-    sensors: list[Sensor] = [rapl]
+    sensors = [counters]
     if scope == "process":
         notes.append(RAPL_PROCESS_NOTE)
-    if not any(d.component == "dram" for d in rapl.devices):
+    if not any(d.component == "dram" for d in counters.devices):
         notes.append(
             f"RAPL has no DRAM domain here; DRAM is estimated at {GREEN_ALGORITHMS_W_PER_GB:g} "
             "W/GB (Green Algorithms)"
         )
         sensors.append(DramModelSensor(scope=model_scope, pid=pid, marker=marker))
     return sensors, notes
+
+
+def _cpu_counters(root: Path, rapl_root: str | Path | None, notes: list[str]) -> Sensor | None:
+    """RAPL, else amd_energy; None (with the reasons in ``notes``) when neither opens."""
+    from greenml.measure.sensors.hwmon import HwmonEnergySensor
+
+    amd = is_amd_cpu(root / "proc/cpuinfo")
+    try:
+        return RaplSensor(rapl_root or root / "sys/class/powercap", amd=amd)
+    except SensorUnavailable as exc:
+        rapl_note = f"RAPL not used: {exc}"
+    if amd:
+        try:
+            sensor = HwmonEnergySensor(root / "sys/class/hwmon")
+        except SensorUnavailable as exc:
+            rapl_note = f"{rapl_note}; amd_energy not used: {exc}"
+        else:
+            notes.append(f"{rapl_note}; the amd_energy hwmon driver is used")
+            return sensor
+    notes.append(rapl_note)
+    return None
+
+
+def discover_gpu_sensors(gpus: Sequence[int] | None) -> tuple[list[Sensor], list[str]]:
+    """NVIDIA GPUs through NVML, else AMD GPUs through AMD SMI.
+
+    Raises:
+        SensorUnavailable: ``gpus`` names GPUs and neither library can open them.
+    """
+    from greenml.measure.sensors.amdsmi_gpu import AmdGpuSensor
+
+    amd = fake_module(FAKE_AMDSMI_ENV)
+    try:
+        if amd is None:
+            return [NvmlSensor(indices=gpus)], []
+    except SensorUnavailable as exc:
+        nvml_error = exc
+    else:
+        nvml_error = SensorUnavailable("NVML not tried: a fake AMD SMI is installed")
+    try:
+        return [AmdGpuSensor(indices=gpus, amdsmi=amd)], []
+    except SensorUnavailable as exc:
+        if gpus:  # the user asked for these GPUs: not having them is an error
+            raise SensorUnavailable(f"{nvml_error}; {exc}") from exc
+        return [], [f"no GPU measured: {nvml_error}; {exc}"]
 
 
 def discover_sensors(
@@ -78,14 +219,16 @@ def discover_sensors(
     sensors: list[Sensor] = []
     notes: list[str] = []
     if gpus is None or len(gpus) > 0:
-        try:
-            sensors.append(NvmlSensor(indices=gpus))
-        except SensorUnavailable as exc:
-            if gpus:  # the user asked for these GPUs: not having them is an error
-                raise
-            notes.append(f"no GPU measured: {exc}")
+        gpu_sensors, notes = discover_gpu_sensors(gpus)
+        sensors.extend(gpu_sensors)
     if cpu:
         cpu_sensors, cpu_notes = discover_cpu_sensors(scope=cpu_scope, pid=pid, marker=marker)
-        sensors.extend(cpu_sensors)
+        keys = {d.key for s in sensors for d in s.devices}
+        for sensor in cpu_sensors:
+            if keys & {d.key for d in sensor.devices}:  # Apple's gpu0 next to a discrete one
+                cpu_notes.append(f"{type(sensor).__name__} not used: its devices clash with GPUs")
+                sensor.close()
+                continue
+            sensors.append(sensor)
         notes.extend(cpu_notes)
     return sensors, notes

@@ -40,6 +40,11 @@ from greenml.measure.sensors.counter import WrappingCounter
 # gets a wider band.
 PACKAGE_UNCERTAINTY = 0.10
 DRAM_UNCERTAINTY = 0.15
+# On AMD Zen the RAPL package figure is the output of a model of the SoC's
+# activity, not a measurement, and misses parts of the package (Schöne et al.,
+# "Energy Efficiency Aspects of the AMD Zen 2 Architecture", IEEE CLUSTER 2021).
+AMD_PACKAGE_UNCERTAINTY = 0.15
+AMD_NOTE = "AMD RAPL through powercap: package energy (a model on Zen); AMD has no DRAM domain"
 
 _ZONE_RE = re.compile(r"intel-rapl:(\d+)")
 _UJ_PER_J = 1e6
@@ -109,6 +114,17 @@ def find_rapl_zones(root: str | Path) -> list[tuple[str, str, str, Path]]:
     return zones
 
 
+def is_amd_cpu(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
+    """Whether /proc/cpuinfo names an AMD CPU (``vendor_id: AuthenticAMD``)."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            return any(
+                line.startswith("vendor_id") and "AuthenticAMD" in line for line in f
+            )
+    except OSError:
+        return False
+
+
 def permission_message(root: str | Path) -> str:
     """How to grant read access to the RAPL counters (shown when access is denied)."""
     r = str(root).rstrip("/")
@@ -130,6 +146,7 @@ class RaplSensor(Sensor):
     Args:
         root: The powercap class directory.
         clock: Monotonic clock in seconds, injectable for tests.
+        amd: An AMD CPU: labelled, with a wider uncertainty (see :func:`is_amd_cpu`).
 
     Raises:
         SensorUnavailable: No RAPL domain under ``root``, or access denied.
@@ -140,6 +157,7 @@ class RaplSensor(Sensor):
         root: str | Path = "/sys/class/powercap",
         *,
         clock: Callable[[], float] = time.monotonic,
+        amd: bool = False,
     ) -> None:
         self._root = Path(root)
         self._clock = clock
@@ -165,13 +183,15 @@ class RaplSensor(Sensor):
             raise SensorUnavailable(
                 f"no readable RAPL domains under {self._root} ({'; '.join(skipped)})"
             )
+        package = AMD_PACKAGE_UNCERTAINTY if amd else PACKAGE_UNCERTAINTY
         self._devices = [
             Device(
                 key=z.key,
                 component=z.component,
-                name=f"RAPL {z.label}",
+                name=f"RAPL {z.label}" + (" (AMD)" if amd else ""),
                 method=COUNTER,
-                uncertainty_rel=PACKAGE_UNCERTAINTY if z.component == "cpu" else DRAM_UNCERTAINTY,
+                uncertainty_rel=package if z.component == "cpu" else DRAM_UNCERTAINTY,
+                note=AMD_NOTE if amd else "",
             )
             for z in self._zones
         ]

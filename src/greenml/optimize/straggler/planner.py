@@ -4,8 +4,10 @@ In synchronous data parallelism a step ends when the slowest rank has computed
 its share: the others wait for it at the collective. Their speed off the
 critical path buys nothing, so each can run at a lower power limit and finish
 just in time with the slowest one: less energy, the same step time (Chung et
-al., "Perseus: Reducing Energy Bloat in Large Model Training", SOSP 2024; they
-plan GPU frequencies, we plan power limits).
+al., "Perseus: Reducing Energy Bloat in Large Model Training", SOSP 2024).
+The knob is either the power limit (watts) or, as Perseus does, the locked
+graphics clock (MHz): a :class:`PowerCurve` says which (``knob``), and so does
+every :class:`StragglerPlan`.
 
 The plan needs each GPU's time-vs-power curve (:class:`PowerCurve`, from the
 power-limit profiles of :mod:`greenml.optimize.power_limit` or a trace) and
@@ -28,24 +30,33 @@ from dataclasses import asdict, dataclass
 from greenml.errors import ConfigError
 from greenml.optimize.objective import LimitProfile
 
+POWER_LIMIT = "power-limit"
+CLOCK = "clock"
+KNOB_UNITS = {POWER_LIMIT: "W", CLOCK: "MHz"}
+
 
 @dataclass(frozen=True)
 class PowerCurve:
-    """Compute time per step and mean power of one GPU against its power limit.
+    """Compute time per step and mean power of one GPU against a knob: power limit or clock.
 
-    Between the given limits both are linear; outside, they are held.
+    Between the given settings both are linear; outside, they are held.
 
     Attributes:
-        limits_w: Power limits, ascending.
-        time_s: Compute time of one step at each limit.
-        power_w: Mean power while computing at each limit.
+        limits_w: Settings of the knob, ascending: power limits in watts, or
+            locked graphics clocks in MHz when ``knob`` is ``clock``.
+        time_s: Compute time of one step at each setting.
+        power_w: Mean power while computing at each setting.
+        knob: ``power-limit`` or ``clock``.
     """
 
     limits_w: tuple[float, ...]
     time_s: tuple[float, ...]
     power_w: tuple[float, ...]
+    knob: str = POWER_LIMIT
 
     def __post_init__(self) -> None:
+        if self.knob not in KNOB_UNITS:
+            raise ConfigError(f"knob must be one of {', '.join(KNOB_UNITS)}, not {self.knob!r}")
         n = len(self.limits_w)
         if n == 0 or len(self.time_s) != n or len(self.power_w) != n:
             raise ConfigError("a power curve needs one time and one power per limit, at least one")
@@ -60,6 +71,35 @@ class PowerCurve:
         """From the power-limit optimizer's profiles (per step time and energy)."""
         rows = sorted((p.power_limit_w, p.time_s, p.power_w) for p in profiles)
         return cls(tuple(r[0] for r in rows), tuple(r[1] for r in rows), tuple(r[2] for r in rows))
+
+    @property
+    def unit(self) -> str:
+        """``W`` for power limits, ``MHz`` for clocks."""
+        return KNOB_UNITS[self.knob]
+
+    def as_clock_curve(self, max_clock_mhz: float) -> PowerCurve:
+        """The same operating points against the graphics clock that reaches them (a model).
+
+        A power limit works by lowering the clock until the power fits; locking the
+        clock that gives the same step time reaches the same point. With compute time
+        inversely proportional to the clock, the point of time ``t`` runs at
+        ``max_clock_mhz × t(highest limit) / t``. Points that land on the same clock
+        keep the lower power.
+
+        Raises:
+            ConfigError: This curve is not a power-limit curve.
+        """
+        if self.knob != POWER_LIMIT:
+            raise ConfigError("only a power-limit curve can be turned into a clock curve")
+        fastest = self.time_at(self.max_w)
+        points: dict[float, tuple[float, float]] = {}
+        for t, p in zip(self.time_s, self.power_w, strict=True):
+            mhz = float(round(max_clock_mhz * fastest / t))
+            if mhz not in points or p < points[mhz][1]:
+                points[mhz] = (t, p)
+        rows = sorted(points.items())
+        return PowerCurve(tuple(m for m, _ in rows), tuple(tp[0] for _, tp in rows),
+                          tuple(tp[1] for _, tp in rows), knob=CLOCK)  # fmt: skip
 
     @property
     def min_w(self) -> float:
@@ -110,12 +150,16 @@ class RankPlan:
 
 @dataclass(frozen=True)
 class StragglerPlan:
-    """Per-rank limits; ``step_compute_s`` is the critical rank's compute time."""
+    """Per-rank settings; ``step_compute_s`` is the critical rank's compute time.
+
+    ``knob`` says what the settings are: power limits (W) or graphics clocks (MHz).
+    """
 
     ranks: tuple[RankPlan, ...]
     critical_rank: int
     step_compute_s: float
     margin_rel: float
+    knob: str = POWER_LIMIT
 
     @property
     def limits_w(self) -> list[float]:
@@ -123,6 +167,8 @@ class StragglerPlan:
 
     def to_dict(self) -> dict[str, object]:
         return {
+            "knob": self.knob,
+            "unit": KNOB_UNITS[self.knob],
             "critical_rank": self.critical_rank,
             "step_compute_s": self.step_compute_s,
             "margin_rel": self.margin_rel,
@@ -158,6 +204,9 @@ def plan_power(
     margins = [float(margin_rel)] * n if isinstance(margin_rel, float | int) else list(margin_rel)
     if not n or len(compute_time_s) != n or len(limits) != n or len(margins) != n:
         raise ConfigError(f"{n} curves need as many compute times, limits and margins")
+    knobs = {c.knob for c in curves}
+    if len(knobs) > 1:
+        raise ConfigError(f"all ranks must plan the same knob, not {', '.join(sorted(knobs))}")
     if not all(t > 0 and math.isfinite(t) for t in compute_time_s):
         raise ConfigError(f"compute times must be positive: {list(compute_time_s)}")
     if not all(0 <= m < 1 for m in margins) or step_w <= 0:
@@ -176,7 +225,7 @@ def plan_power(
         compute_s = slow * curve.time_at(chosen)
         energy_j = compute_s * curve.power_at(chosen)
         ranks.append(RankPlan(r, chosen, compute_s, energy_j, r == critical))
-    return StragglerPlan(tuple(ranks), critical, deadline_s, max(margins))
+    return StragglerPlan(tuple(ranks), critical, deadline_s, max(margins), curves[0].knob)
 
 
 def _pick(

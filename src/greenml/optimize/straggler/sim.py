@@ -22,7 +22,13 @@ from importlib import resources
 from typing import Any
 
 from greenml.errors import ConfigError
-from greenml.optimize.straggler.planner import PowerCurve, StragglerPlanner
+from greenml.optimize.straggler.planner import (
+    CLOCK,
+    KNOB_UNITS,
+    POWER_LIMIT,
+    PowerCurve,
+    StragglerPlanner,
+)
 
 CURVES_FILE = "v100_power_curves.csv"
 CURVES_SOURCE = (
@@ -32,6 +38,14 @@ CURVES_SOURCE = (
 # The simulation's assumption, printed with every result: a V100 spinning in an
 # NCCL collective draws well above idle (~40 W) yet far below computing.
 DEFAULT_WAIT_POWER_W = 70.0
+# The traced V100 is the PCIe card (limits 100–250 W); its boost clock is 1380 MHz
+# (NVIDIA Tesla V100 PCIe datasheet).
+V100_MAX_CLOCK_MHZ = 1380.0
+CLOCK_MODEL = (
+    "clock curve derived from the power-limit trace: each operating point at the locked "
+    f"clock that gives its step time (time ∝ 1/clock, {V100_MAX_CLOCK_MHZ:g} MHz at the "
+    "highest limit)"
+)
 
 
 def workloads() -> list[str]:
@@ -78,6 +92,7 @@ class SimConfig:
         phases: (fraction of the run, {rank: slowdown}) from which each imbalance holds.
         noise_rel: Per-step jitter of each rank's compute time (standard deviation).
         profile_noise_rel: Error of the planner's curves (profiling noise) per point.
+        knob: What the planner sets: ``power-limit`` or ``clock`` (Perseus).
     """
 
     ranks: int = 8
@@ -89,10 +104,13 @@ class SimConfig:
     profile_noise_rel: float = 0.01
     wait_power_w: float = DEFAULT_WAIT_POWER_W
     seed: int = 0
+    knob: str = POWER_LIMIT
     phases: tuple[tuple[float, Mapping[int, float]], ...] = field(default_factory=_default_phases)
 
     def check(self) -> None:
         """ConfigError on a configuration that cannot run."""
+        if self.knob not in KNOB_UNITS:
+            raise ConfigError(f"knob must be one of {', '.join(KNOB_UNITS)}, not {self.knob!r}")
         if self.ranks < 2 or self.steps < 20:
             raise ConfigError("the simulation needs at least 2 ranks and 20 steps")
         if not (0 <= self.noise_rel < 0.2 and 0 <= self.profile_noise_rel < 0.2):
@@ -130,15 +148,20 @@ class SimResult:
 
     def to_dict(self) -> dict[str, Any]:
         c = self.config
+        assumptions: dict[str, Any] = {
+            "wait_power_w": c.wait_power_w,
+            "comm_s": c.comm_s,
+            "noise_rel": c.noise_rel,
+            "profile_noise_rel": c.profile_noise_rel,
+        }
+        if c.knob == CLOCK:
+            assumptions["clock_model"] = CLOCK_MODEL
         return {
             "method": "simulated",
+            "knob": c.knob,
+            "unit": KNOB_UNITS[c.knob],
             "source": CURVES_SOURCE,
-            "assumptions": {
-                "wait_power_w": c.wait_power_w,
-                "comm_s": c.comm_s,
-                "noise_rel": c.noise_rel,
-                "profile_noise_rel": c.profile_noise_rel,
-            },
+            "assumptions": assumptions,
             "workload": c.workload,
             "ranks": c.ranks,
             "steps": c.steps,
@@ -160,6 +183,8 @@ def simulate(config: SimConfig | None = None) -> SimResult:
     config = config or SimConfig()
     config.check()
     truth = v100_curve(config.workload, config.compute_s)
+    if config.knob == CLOCK:
+        truth = truth.as_clock_curve(V100_MAX_CLOCK_MHZ)
     rng = random.Random(config.seed)
     models = [_remeasured(truth, config.profile_noise_rel, rng) for _ in range(config.ranks)]
     jitter = [[rng.gauss(1.0, config.noise_rel) for _ in range(config.ranks)]
@@ -177,7 +202,7 @@ def simulate(config: SimConfig | None = None) -> SimResult:
         plan = planner.observe(computes)
         if plan is not None:
             plans.append({"step": step + 1, "critical_rank": plan.critical_rank,
-                          "limits_w": plan.limits_w})  # fmt: skip
+                          "knob": plan.knob, "limits_w": plan.limits_w})  # fmt: skip
     n = config.steps
     return SimResult(config, base_j, plan_j, base_s / n, plan_s / n, planner.replans, plans)
 
@@ -209,6 +234,7 @@ def _remeasured(truth: PowerCurve, noise_rel: float, rng: random.Random) -> Powe
         truth.limits_w,
         tuple(t * rng.gauss(1.0, noise_rel) for t in truth.time_s),
         tuple(p * rng.gauss(1.0, noise_rel) for p in truth.power_w),
+        knob=truth.knob,
     )
 
 
@@ -223,6 +249,8 @@ def simulate_seeds(config: SimConfig, seeds: int = 5) -> dict[str, Any]:
 
     return {
         "method": "simulated",
+        "knob": config.knob,
+        "unit": KNOB_UNITS[config.knob],
         "baseline_energy_j": spread([r.baseline_energy_j for r in results])["mean"],
         "planned_energy_j": spread([r.planned_energy_j for r in results])["mean"],
         "saved_rel": spread([r.saved_rel for r in results]),
