@@ -240,3 +240,24 @@ def _named_countries() -> list[tuple[str, _Row]]:
 
 def _country_names(r: dict[str, str]) -> list[str]:
     return [r["alpha2"], r["alpha3"], r["name"], *filter(None, r["other_names"].split(";"))]
+
+
+def alpha3_of(alpha2: str) -> str | None:
+    """The ISO 3166 alpha-3 code of a packaged country's alpha-2 code (``FR`` → ``FRA``)."""
+    key = alpha2.strip().upper()
+    return next((r["alpha3"] for r in _read("intensity_countries.csv") if r["alpha2"] == key), None)
+
+
+def cloud_region_place(region: str) -> str | None:
+    """Where a packaged cloud region is, as published (``Iowa``, ``Belgium``); None if unknown."""
+    provider, _, name = region.strip().lower().rpartition(":")
+    for r in _read("intensity_cloud_regions.csv"):
+        if r["region"].lower() == name and provider in ("", r["provider"]):
+            return r["location"]
+    return None
+
+
+def country_code(country: str) -> str | None:
+    """The ISO 3166 alpha-2 code of a packaged country (code or name); None if unknown."""
+    row = _countries().get(_norm(country))
+    return None if row is None else row.provenance.location

@@ -1,4 +1,5 @@
-"""The optional blocks of a run record: carbon, cost, progress, schedule, device provenance.
+"""The optional blocks of a run record: carbon (location- and market-based), cost, water,
+embodied carbon, progress, schedule, device provenance.
 
 Each block is written by one part of greenml (accounting, the progress
 tracker, ``greenml run --when green``, the recorder); see
@@ -200,11 +201,121 @@ class ScheduleBlock(Block):
     executed: ScheduleExecuted | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class MarketPart(Block):
+    """One share of the energy priced by one market instrument (``carbon_market.parts``)."""
+
+    basis: str = field(default="", metadata=REQUIRED)
+    kwh: float = field(default=0.0, metadata=REQUIRED)
+    g_per_kwh: float = field(default=0.0, metadata=REQUIRED)
+    kg: float = field(default=0.0, metadata=REQUIRED)
+    source: str = field(default="", metadata=REQUIRED)
+    uncertainty_rel: float = field(default=0.0, metadata=meta(minimum=0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CertificateClaim(Block):
+    """Certificates or a PPA the user declared (``carbon_market.certificates``)."""
+
+    kind: str | None = None
+    vintage: int | None = None
+    share: float | None = field(default=None, metadata=meta(minimum=0, maximum=1))
+    kwh: float | None = field(default=None, metadata=meta(minimum=0))
+    covered_kwh: float | None = field(default=None, metadata=meta(minimum=0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetClaim(Block):
+    """An offset the user holds: listed, never subtracted (``carbon_market.offsets``)."""
+
+    kg: float | None = field(default=None, metadata=meta(minimum=0))
+    kind: str | None = None
+    vintage: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CarbonMarketBlock(Block):
+    """Market-based emissions (GHG Protocol Scope 2), beside and never mixed with ``carbon``."""
+
+    status: str | None = None
+    kg: float | None = field(default=None, metadata=REQUIRED)  # null: not known (see status)
+    scope: str | None = None
+    basis: str | None = None
+    intensity_g_per_kwh: float | None = None
+    energy_kwh: float | None = None
+    method: str | None = None
+    uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    parts: list[MarketPart] | None = None
+    certificates: list[CertificateClaim] | None = None
+    offsets: list[OffsetClaim] | None = None
+    offsets_kg: float | None = None
+    offsets_note: str | None = None
+    notes: list[str] | None = None
+    hint: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaterBlock(Block):
+    """Water consumed: on-site (WUE × IT energy) and off-site (generation), in litres."""
+
+    status: str | None = None
+    litres: float | None = field(default=None, metadata=REQUIRED)
+    onsite_l: float | None = None
+    offsite_l: float | None = None
+    wue_l_per_kwh: float | None = None
+    wue_source: str | None = None
+    onsite_uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    ewif_l_per_kwh: float | None = None
+    offsite_source: str | None = None
+    offsite_uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    offsite_reason: str | None = None
+    uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    method: str | None = None
+    note: str | None = None
+    note_energy: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbodiedTerm(Block):
+    """One device's share of its embodied emissions (``embodied.terms``)."""
+
+    item: str = field(default="", metadata=REQUIRED)
+    basis: str = field(default="", metadata=REQUIRED)
+    te_kg: float = field(default=0.0, metadata=REQUIRED)
+    hours: float = field(default=0.0, metadata=REQUIRED)
+    lifetime_h: float = field(default=0.0, metadata=REQUIRED)
+    share: float = field(default=0.0, metadata=REQUIRED)
+    kg: float = field(default=0.0, metadata=REQUIRED)
+    source: str = field(default="", metadata=REQUIRED)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbodiedBlock(Block):
+    """Embodied (manufacturing) emissions amortized over the run's device-hours."""
+
+    status: str | None = None
+    kg: float | None = field(default=None, metadata=REQUIRED)
+    method: str | None = None
+    formula: str | None = None
+    basis: str | None = None
+    lifetime_years: float | None = None
+    lifetime_source: str | None = None
+    uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    terms: list[EmbodiedTerm] | None = None
+    missing: list[str] | None = None
+    reason: str | None = None
+
+
 EXTRA_BLOCKS: dict[str, Any] = {
     "measured_devices": dict[str, DeviceProvenance],
     "carbon": CarbonBlock,
     "cost": CostBlock,
     "progress": ProgressBlock,
     "schedule": ScheduleBlock,
+    "carbon_market": CarbonMarketBlock,
+    "water": WaterBlock,
+    "embodied": EmbodiedBlock,
 }
 """The record keys outside the core that greenml itself writes, and their types."""
