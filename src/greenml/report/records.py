@@ -141,6 +141,7 @@ def block_figure(record: dict[str, Any], key: str, field: str) -> tuple[float, f
         return Missing(record["id"], "unknown", f"no {key} block (recorded by an older greenml)")
     value = block.get(field)
     if value is None or block.get("status", "ok") not in ("ok", "partial"):
-        reason = str(block.get("reason") or block.get("hint") or "; ".join(block.get("missing") or []))
+        missing = "; ".join(block.get("missing") or [])
+        reason = str(block.get("reason") or block.get("hint") or missing)
         return Missing(record["id"], str(block.get("status", "unknown")), reason)
     return float(value), float(value) * float(block.get("uncertainty_rel") or 0.0)
