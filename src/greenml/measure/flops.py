@@ -205,6 +205,33 @@ def count_flops(fn: Callable[[], Any]) -> float:
     return total
 
 
+def flops_from_tags(tags: Mapping[str, str]) -> dict[str, Any] | None:
+    """``flops=`` (and ``samples=``, ``precision=``) run tags as counts; None without
+    ``flops``. A tag that is not a finite number ≥ 0 gives an unavailable figure with the
+    reason, never a zero."""
+    text = tags.get("flops")
+    if text is None:
+        return None
+    source = f"given: run tag flops={text}"
+    value = _tag_number(text)
+    if value is None:
+        return {"flops": None, "source": source, "reason": f"tag flops={text!r} is not a number"}
+    samples = _tag_number(tags.get("samples"))
+    precision = tags.get("precision")
+    return {"flops": value, "samples": samples, "source": source, "precision": precision,
+            "precision_source": "given: run tag precision" if precision else None}  # fmt: skip
+
+
+def _tag_number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
 def infer_precision() -> tuple[str, str]:
     """(precision, how it was told) from autocast and the matmul settings."""
     import torch
@@ -241,29 +268,37 @@ def flops_block(
         source: How the figure was obtained (default: the counter on N of M steps).
     """
     flops = counts.get("flops")
-    steps, sampled = counts.get("steps") or 0, counts.get("sampled_steps") or 0
+    steps, sampled = _whole(counts.get("steps")), _whole(counts.get("sampled_steps"))
     block: dict[str, Any] = {
         "status": "ok", "method": method,
         "source": source or f"{COUNTER} on {sampled} of {steps} steps (mean per step × steps)",
         "flops": flops, "steps": steps or None, "sampled_steps": sampled or None,
     }  # fmt: skip
-    if not isinstance(flops, (int, float)) or not math.isfinite(flops) or flops < 0:
+    if isinstance(flops, bool) or not isinstance(flops, (int, float)) or not math.isfinite(flops) \
+            or flops < 0:  # fmt: skip
         block.update(status="unavailable", flops=None,
                      reason=str(counts.get("reason") or "no FLOPs counted"))  # fmt: skip
         return block
     spread = counts.get("spread_rel")
-    block["uncertainty_rel"] = float(spread) if isinstance(spread, (int, float)) else 0.0
-    if counts.get("overhead_s") is not None:
-        block["counter_overhead_s"] = counts["overhead_s"]
+    ok = isinstance(spread, (int, float)) and math.isfinite(spread) and spread >= 0
+    block["uncertainty_rel"] = float(spread) if ok else 0.0
+    overhead = counts.get("overhead_s")
+    if isinstance(overhead, (int, float)) and math.isfinite(overhead):
+        block["counter_overhead_s"] = float(overhead)
     block["flops_per_s"] = flops / duration_s if duration_s > 0 else None
     block["flops_per_j"] = flops / energy_j if energy_j > 0 else None
     samples = counts.get("samples")
-    if isinstance(samples, (int, float)) and samples > 0:
+    if isinstance(samples, (int, float)) and not isinstance(samples, bool) and samples > 0:
         block["samples"] = samples
         block["j_per_sample"] = energy_j / samples
     block.update(_mfu(block["flops_per_s"], gpus, counts.get("precision"),
                       counts.get("precision_source")))  # fmt: skip
     return block
+
+
+def _whole(value: Any) -> int:
+    """A count from a program's event: a whole number ≥ 0, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _mfu(
@@ -273,7 +308,10 @@ def _mfu(
 
     if not gpus:
         return {"mfu": None, "mfu_reason": "no GPU measured: MFU needs a device's peak"}
-    key = normalize_precision(str(precision or "fp32"))
+    try:
+        key = normalize_precision(str(precision or "fp32"))
+    except ConfigError as exc:
+        return {"mfu": None, "mfu_reason": str(exc)}
     said = str(precision_source or ("given" if precision else "default: fp32 (not given)"))
     try:
         specs = [gpu_spec(name) for name in gpus]

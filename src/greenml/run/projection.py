@@ -221,6 +221,7 @@ class ProgressTracker:
         self.usd_per_kwh = usd_per_kwh
         self.latest: Projection | None = None
         self.windows: list[Any] = []  # Measurements named NAME/rankR
+        self.flops: dict[int, dict[str, Any]] = {}  # the latest ``flops`` event per rank
         self.windows_dropped = 0
         self._reader = EventReader(path)
         self._trace = EnergyTrace(started_at)
@@ -245,6 +246,8 @@ class ProgressTracker:
                     if total is not None:
                         self._total[rank] = total
                     changed = True
+                elif ev["kind"] == "flops":
+                    self.flops[int(ev.get("rank", 0))] = dict(ev)
                 elif ev["kind"] == "window":
                     if len(self.windows) < self._max_windows:
                         self.windows.append(window_measurement(ev))

@@ -12,7 +12,7 @@ import os
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -196,6 +196,9 @@ def _measure(
     progress = tracker.summary(**_effective_rates(blocks, measurement.total_kwh))
     if progress is not None:
         blocks = {**blocks, "progress": progress}
+    flops = _flops(tracker, measurement, options.tags)
+    if flops is not None:
+        blocks = {**blocks, "flops": flops}
     status = run_status(code, child.interrupted_by)
     extra = {**options.extra(), **blocks} if options.extra is not None else blocks
     record = recorder.finish(
@@ -295,6 +298,29 @@ def _effective_rates(blocks: dict[str, Any], kwh: float) -> dict[str, float | No
         "g_per_kwh": None if kg is None else float(kg) * 1000 / kwh,
         "usd_per_kwh": None if usd is None else float(usd) / kwh,
     }
+
+
+def _flops(
+    tracker: ProgressTracker, measurement: Measurement, tags: Mapping[str, str]
+) -> dict[str, Any] | None:
+    """The ``flops`` block: counted in the program (a ``flops`` event), else ``flops=`` and
+    ``samples=`` tags; ``None`` when neither. A bug here costs only this block."""
+    try:
+        from greenml.measure.flops import flops_block, flops_from_tags
+
+        gpus = measurement.components.get("gpu")
+        names = [d.name or key for key, d in (gpus.devices if gpus else {}).items()]
+        figures = {"duration_s": measurement.duration_s, "energy_j": measurement.total_j,
+                   "gpus": names}  # fmt: skip
+        if tracker.flops:
+            counted = tracker.flops[min(tracker.flops)]  # the lowest rank speaks for the job
+            return flops_block(counted, **figures)
+        given = flops_from_tags(tags)
+        return None if given is None else flops_block(given, method="given",
+                                                      source=given["source"], **figures)
+    except Exception as exc:
+        log.warning("greenml: FLOPs block not computed: %r", exc)
+        return {"status": "unavailable", "flops": None, "reason": f"failed: {exc!r}"}
 
 
 def _account(

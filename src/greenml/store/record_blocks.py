@@ -308,6 +308,31 @@ class EmbodiedBlock(Block):
     reason: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class FlopsBlock(Block):
+    """Work done: FLOPs counted on sampled steps (or given), FLOP/s, MFU, per joule, per sample."""
+
+    status: str | None = None
+    flops: float | None = field(default=None, metadata=REQUIRED)  # null: see reason
+    method: str | None = None
+    source: str | None = None
+    steps: int | None = None
+    sampled_steps: int | None = None
+    uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    counter_overhead_s: float | None = None
+    flops_per_s: float | None = None
+    flops_per_j: float | None = None
+    samples: float | None = None
+    j_per_sample: float | None = None
+    precision: str | None = None
+    precision_source: str | None = None
+    peak_flops_per_s: float | None = None
+    peak_source: str | None = None
+    mfu: float | None = None
+    mfu_reason: str | None = None
+    reason: str | None = None
+
+
 EXTRA_BLOCKS: dict[str, Any] = {
     "measured_devices": dict[str, DeviceProvenance],
     "carbon": CarbonBlock,
@@ -317,5 +342,6 @@ EXTRA_BLOCKS: dict[str, Any] = {
     "carbon_market": CarbonMarketBlock,
     "water": WaterBlock,
     "embodied": EmbodiedBlock,
+    "flops": FlopsBlock,
 }
 """The record keys outside the core that greenml itself writes, and their types."""

@@ -28,6 +28,7 @@ from greenml.store.record_blocks import (
     CostBlock,
     DeviceProvenance,
     EmbodiedBlock,
+    FlopsBlock,
     Method,
     ProgressBlock,
     ScheduleBlock,
@@ -186,3 +187,4 @@ class RunRecord(Block):
     carbon_market: CarbonMarketBlock | None = None
     water: WaterBlock | None = None
     embodied: EmbodiedBlock | None = None
+    flops: FlopsBlock | None = None
