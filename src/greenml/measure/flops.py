@@ -280,8 +280,10 @@ def flops_block(
                      reason=str(counts.get("reason") or "no FLOPs counted"))  # fmt: skip
         return block
     spread = counts.get("spread_rel")
-    ok = isinstance(spread, (int, float)) and math.isfinite(spread) and spread >= 0
-    block["uncertainty_rel"] = float(spread) if ok else 0.0
+    if isinstance(spread, (int, float)) and math.isfinite(spread) and spread >= 0:
+        block["uncertainty_rel"] = float(spread)
+    else:
+        block["uncertainty_rel"] = 0.0
     overhead = counts.get("overhead_s")
     if isinstance(overhead, (int, float)) and math.isfinite(overhead):
         block["counter_overhead_s"] = float(overhead)

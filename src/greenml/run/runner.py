@@ -310,14 +310,15 @@ def _flops(
 
         gpus = measurement.components.get("gpu")
         names = [d.name or key for key, d in (gpus.devices if gpus else {}).items()]
-        figures = {"duration_s": measurement.duration_s, "energy_j": measurement.total_j,
-                   "gpus": names}  # fmt: skip
+        duration_s, energy_j = measurement.duration_s, measurement.total_j
         if tracker.flops:
             counted = tracker.flops[min(tracker.flops)]  # the lowest rank speaks for the job
-            return flops_block(counted, **figures)
+            return flops_block(counted, duration_s=duration_s, energy_j=energy_j, gpus=names)
         given = flops_from_tags(tags)
-        return None if given is None else flops_block(given, method="given",
-                                                      source=given["source"], **figures)
+        if given is None:
+            return None
+        return flops_block(given, duration_s=duration_s, energy_j=energy_j, gpus=names,
+                           method="given", source=given["source"])  # fmt: skip
     except Exception as exc:
         log.warning("greenml: FLOPs block not computed: %r", exc)
         return {"status": "unavailable", "flops": None, "reason": f"failed: {exc!r}"}
