@@ -5,6 +5,9 @@
     Trainer(model, args, train_dataset=data, callbacks=[callback]).train()
     callback.measurements                             # "step" and "epoch" windows
 
+``GreenmlTrainerCallback(flops=100)`` also counts FLOPs on every 100th step
+(:class:`~greenml.measure.flops.FlopSampler`): ``callback.flops``.
+
 A step is an optimizer step (``on_step_begin``/``on_step_end``; with gradient
 accumulation it spans several batches). The original power limits are
 restored at the end of training; transformers has no hook for a failed run,

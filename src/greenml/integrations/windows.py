@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from greenml.measure.flops import FlopSampler
 from greenml.measure.measurement import Measurement
 from greenml.measure.meter import Meter
 from greenml.optimize.power_limit import PowerLimitOptimizer
@@ -28,9 +29,11 @@ class TrainingWindows:
     """
 
     def __init__(
-        self, meter: Any | None, power_limit: Any, keep_steps: int, sync_execution: bool
-    ) -> None:
+        self, meter: Any | None, power_limit: Any, keep_steps: int, sync_execution: bool,
+        flops: Any = False,
+    ) -> None:  # fmt: skip
         self.meter = meter
+        self.flops = _flop_sampler(flops)
         self.optimizer: Any | None = None
         self.measurements: list[Measurement] = []
         self.steps_measured = 0
@@ -64,8 +67,12 @@ class TrainingWindows:
         if self.optimizer is not None:
             self.optimizer.on_step_begin()
         self._begin(STEP)
+        if self.flops is not None:
+            self.flops.step_begin()
 
-    def step_end(self) -> None:
+    def step_end(self, samples: float | None = None) -> None:
+        if self.flops is not None:
+            self.flops.step_end(samples=samples)
         m = self._end(STEP)
         if m is not None:
             self.steps_measured += 1
@@ -89,6 +96,9 @@ class TrainingWindows:
         if not self._started:
             return
         self._started = False
+        if self.flops is not None:
+            self.flops.step_abort()  # a step left open by a failure is not counted
+            self.flops.publish()  # to ``greenml run``, if it runs this program
         for name in list(self._open):
             self._end(name)
         try:
@@ -124,6 +134,16 @@ class TrainingWindows:
         return measurement
 
 
+def _flop_sampler(flops: Any) -> FlopSampler | None:
+    """``flops``: False/None (no counting), True (every 100th step), N (every N-th) or a
+    :class:`~greenml.measure.flops.FlopSampler`."""
+    if flops is None or flops is False:
+        return None
+    if isinstance(flops, FlopSampler):
+        return flops
+    return FlopSampler() if flops is True else FlopSampler(every=flops)
+
+
 class WindowsCallback:
     """The framework-independent half of a greenml training callback (a mixin).
 
@@ -138,6 +158,8 @@ class WindowsCallback:
             kept; every step still counts in ``windows.steps_measured`` and
             ``windows.step_energy_j``).
         sync_execution: Wait for pending CUDA work at each window boundary.
+        flops: Count FLOPs on sampled steps: True (every 100th), N (every N-th)
+            or a FlopSampler; :attr:`flops` then gives FLOPs and MFU.
     """
 
     def __init__(
@@ -146,9 +168,10 @@ class WindowsCallback:
         power_limit: Any = False,
         keep_steps: int = 10_000,
         sync_execution: bool = True,
+        flops: Any = False,
     ) -> None:
         super().__init__()
-        self.windows = TrainingWindows(meter, power_limit, keep_steps, sync_execution)
+        self.windows = TrainingWindows(meter, power_limit, keep_steps, sync_execution, flops)
 
     @property
     def measurements(self) -> list[Measurement]:
@@ -159,6 +182,11 @@ class WindowsCallback:
     def optimizer(self) -> Any | None:
         """The PowerLimitOptimizer once training started, else None."""
         return self.windows.optimizer
+
+    @property
+    def flops(self) -> dict[str, Any] | None:
+        """FLOPs counted so far (:meth:`FlopSampler.totals`); None without ``flops=``."""
+        return None if self.windows.flops is None else self.windows.flops.totals()
 
     def close(self) -> None:
         """Close open windows and restore the power limits (safe to call twice)."""

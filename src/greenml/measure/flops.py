@@ -12,7 +12,11 @@ sampled steps, the run's FLOPs that mean × the steps taken.
     sampler.publish()          # to ``greenml run`` (a ``flops`` event); no-op outside it
 
 Callbacks that only see hook boundaries use :meth:`FlopSampler.step_begin` and
-:meth:`FlopSampler.step_end`. The Run API calls :meth:`maybe_count`.
+:meth:`FlopSampler.step_end` (the Lightning and Hugging Face callbacks take
+``flops=N``). The Run API calls :meth:`maybe_count`. With a Meter:
+
+    with meter.window("step") as w: ...               # or meter.end_window("run")
+    sampler.block(measurement)                        # FLOPs, FLOP/s, MFU, per joule
 
 The counter never breaks the step: if its formula for an op fails, the op still
 runs, a warning names the op, and the figure is marked unavailable (never a
@@ -32,9 +36,12 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from greenml.errors import ConfigError
+
+if TYPE_CHECKING:
+    from greenml.measure.measurement import Measurement
 
 log = logging.getLogger("greenml")
 T = TypeVar("T")
@@ -177,6 +184,29 @@ class FlopSampler:
             "reason": "; ".join(failures) or (None if known else "no step was counted"),
             "windows": windows,
         }
+
+    def block(
+        self, measurement: Measurement, window: str | None = None, steps: int | None = None
+    ) -> dict[str, Any]:
+        """The ``flops`` block for a Meter measurement.
+
+        Args:
+            measurement: The run's measurement, or one window's.
+            window: Use only that window name's counts (``None``: every window's).
+            steps: The steps ``measurement`` spans (``1`` for one step's window);
+                ``None``: every step counted so far.
+        """
+        counts = self.totals()
+        if window is not None:
+            counts = {**counts, **self._window(window).to_dict()}
+        if steps is not None:
+            per_step = self._window(window or "step").flops_per_step
+            counts["flops"] = None if per_step is None else per_step * steps
+            counts["steps"] = steps
+        gpus = measurement.components.get("gpu")
+        names = [d.name or key for key, d in (gpus.devices if gpus else {}).items()]
+        return flops_block(counts, duration_s=measurement.duration_s,
+                           energy_j=measurement.total_j, gpus=names)  # fmt: skip
 
     def publish(self) -> None:
         """Send the counts to ``greenml run`` (a ``flops`` event); a no-op outside it."""
