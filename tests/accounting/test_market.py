@@ -135,3 +135,52 @@ def test_declared_shares_never_give_negative_or_silent_figures(
     b = block(energy_kwh=energy, location_kg=energy * 0.3, declared=declared)
     kg = b["kg"]
     assert isinstance(kg, float) and 0 <= kg <= energy * 2.0 + 1e-9
+
+
+def toml_value(value: object) -> str:
+    """A scalar as TOML writes it (JSON's string escapes are TOML's too)."""
+    import json
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+_TOML_VALUES = st.one_of(
+    st.integers(-10**6, 10**6), st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=6), st.booleans(),
+)
+
+
+@given(
+    supplier=st.none() | _TOML_VALUES,
+    certs=st.lists(st.dictionaries(st.sampled_from(["share_pct", "kwh", "vintage", "kind"]),
+                                   _TOML_VALUES, max_size=4), max_size=3),
+    offsets=st.lists(st.dictionaries(st.sampled_from(["kg", "kind", "vintage"]), _TOML_VALUES,
+                                     max_size=3), max_size=2),
+)  # fmt: skip
+def test_any_market_file_reads_or_fails_in_one_line(
+    supplier: object, certs: list[dict[str, object]], offsets: list[dict[str, object]]
+) -> None:
+    import tempfile
+
+    lines = ["[market]"]
+    if supplier is not None:
+        lines.append(f"supplier_g_per_kwh = {toml_value(supplier)}")
+    for name, items in (("certificates", certs), ("offsets", offsets)):
+        for item in items:
+            lines.append(f"[[market.{name}]]")
+            lines += [f"{k} = {toml_value(v)}" for k, v in item.items()]
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as handle:
+        handle.write("\n".join(lines) + "\n")
+    try:
+        declared = declaration(market_file=handle.name)
+    except ConfigError as exc:
+        assert "\n" not in str(exc)
+        return
+    finally:
+        Path(handle.name).unlink()
+    if declared is None:
+        return
+    b = block(declared=declared, energy_kwh=1e12)
+    assert b["kg"] is None or b["kg"] >= 0  # type: ignore[operator]

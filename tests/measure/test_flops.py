@@ -5,12 +5,19 @@ from __future__ import annotations
 import logging
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
 from greenml.errors import ConfigError  # noqa: E402
-from greenml.measure.flops import FlopSampler, count_flops, flops_block  # noqa: E402
+from greenml.measure.flops import (  # noqa: E402
+    FlopSampler,
+    count_flops,
+    flops_block,
+    flops_from_tags,
+)
 
 
 def linear_fwd(batch: int, n_in: int, n_out: int) -> int:
@@ -149,3 +156,29 @@ def test_mfu_against_the_dense_peak_with_its_source() -> None:
 def test_bad_sampling_interval(every: object) -> None:
     with pytest.raises(ConfigError, match="every"):
         FlopSampler(every=every)  # type: ignore[arg-type]
+
+
+@given(
+    tags=st.dictionaries(
+        st.sampled_from(["flops", "samples", "precision", "other"]),
+        st.one_of(st.text(max_size=12), st.floats().map(str), st.integers().map(str)),
+        max_size=4,
+    ),
+    duration=st.floats(0, 1e6),
+    energy=st.floats(0, 1e12),
+)
+def test_tags_give_a_labelled_figure_or_an_unavailable_one(
+    tags: dict[str, str], duration: float, energy: float
+) -> None:
+    counts = flops_from_tags(tags)
+    if "flops" not in tags:
+        assert counts is None
+        return
+    assert counts is not None
+    block = flops_block(counts, duration_s=duration, energy_j=energy, gpus=["H100"],
+                        method="given", source=counts["source"])  # fmt: skip
+    if block["status"] == "ok":
+        assert block["flops"] >= 0 and block["method"] == "given"
+        assert block["mfu"] is None or block["mfu"] >= 0
+    else:
+        assert block["flops"] is None and block["reason"]

@@ -295,7 +295,8 @@ def _summarize(result: RunResult) -> None:
     title = f"greenml run {run_id} · {verdict} · {render.duration(m.duration_s)}"
     render.print_err(render.measurement_table(m, title))
     blocks = result.accounting
-    for line in render.carbon_lines(blocks.get("carbon")) + render.cost_lines(blocks.get("cost")):
+    lines = render.carbon_lines(blocks.get("carbon")) + render.cost_lines(blocks.get("cost"))
+    for line in lines + render.footprint_lines(blocks):
         print(f"  {line}", file=sys.stderr)
     for note in result.notes:
         print(f"  note: {note}", file=sys.stderr)
