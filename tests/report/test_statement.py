@@ -214,6 +214,7 @@ def test_statement_shows_market_embodied_and_water_apart() -> None:
                                "offsets_kg": 3.0}  # fmt: skip
     record["embodied"] = {"status": "ok", "kg": 0.25, "uncertainty_rel": 0.5}
     record["water"] = {"status": "ok", "litres": 12.0, "uncertainty_rel": 0.4}
+    record["flops"] = {"status": "ok", "method": "counted", "flops": 1.0e18}
     runs = RunSet([record])
     assert runs.carbon.value == pytest.approx(2.0)  # the location-based total is untouched
     report = statement.build(runs)
@@ -223,5 +224,7 @@ def test_statement_shows_market_embodied_and_water_apart() -> None:
     assert "market-based" in report.data["paragraph"] and "L of water" in report.data["paragraph"]
     assert report.data["co2eq_market_kg"] == pytest.approx(0.5)
     assert report.data["water_l"] == pytest.approx(12.0)
+    assert rows["Work done (FLOPs)"][3] == "counted in 1 run"
+    assert "FLOPs per kWh (IT)" in rows and report.data["flops"] == 1.0e18
     older = RunSet([hand_record(3.6e6)])  # no such blocks: unknown, not zero
     assert older.to_dict()["co2eq_market_kg"] is None

@@ -102,6 +102,8 @@ class RunSet:
         self.embodied = Total()
         self.water = Total()
         self.offsets_kg = 0.0
+        self.flops = Total()
+        self.flops_methods: dict[str, int] = {}  # counted / given → runs
         for record in self.records:
             self._add(record)
 
@@ -151,6 +153,13 @@ class RunSet:
             else:
                 _add(total, record["id"], *figure)
         self.offsets_kg += float((record.get("carbon_market") or {}).get("offsets_kg") or 0.0)
+        work = rec.block_figure(record, "flops", "flops")
+        if isinstance(work, Missing):
+            self.flops.missing.append(work)
+        else:
+            _add(self.flops, record["id"], *work)
+            method = str((record.get("flops") or {}).get("method") or "given")
+            self.flops_methods[method] = self.flops_methods.get(method, 0) + 1
 
     def _add_hardware(self, record: dict[str, Any]) -> None:
         seconds = rec.duration_s(record) or 0.0
@@ -251,6 +260,9 @@ class RunSet:
             "water_l": _known(self.water),
             "water_known_runs": len(self.water.known),
             "offsets_kg_not_subtracted": self.offsets_kg,
+            "flops": _known(self.flops),
+            "flops_known_runs": len(self.flops.known),
+            "flops_methods": self.flops_methods,
         }
 
 

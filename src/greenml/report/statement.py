@@ -177,6 +177,16 @@ def footprint_rows(runs: RunSet) -> list[list[str]]:
     if runs.offsets_kg:
         rows.append(["Offsets held", fmt.co2(runs.offsets_kg, 3), "",
                      "listed apart, never subtracted"])  # fmt: skip
+    if runs.flops.known:
+        how = ", ".join(f"{m} in {n} run{'s' if n > 1 else ''}"
+                        for m, n in sorted(runs.flops_methods.items()))  # fmt: skip
+        note = runs.flops.coverage() or how
+        rows.append(["Work done (FLOPs)", fmt.scientific(runs.flops.value, 3),
+                     fmt.percent(runs.flops.uncertainty_rel), note])  # fmt: skip
+        kwh = runs.it_energy.value / 3.6e6
+        if kwh > 0 and not runs.flops.missing:
+            rows.append(["FLOPs per kWh (IT)", fmt.scientific(runs.flops.value / kwh, 3), "",
+                         "work per unit of energy at the devices"])  # fmt: skip
     return rows
 
 
