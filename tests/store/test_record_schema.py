@@ -106,7 +106,8 @@ def test_a_greenml_run_record_fits(
 FLOP_PROGRAM = (  # what FlopSampler.publish() sends (the counting is tested in tests/measure)
     "from greenml.measure import events\n"
     "events.emit('flops', status='ok', flops=655360.0, steps=20, sampled_steps=4,\n"
-    "            samples=160, precision='fp32', precision_source='given', spread_rel=0.0)\n"
+    "            samples=160, precision='fp32', precision_source='given', spread_rel=0.0,\n"
+    "            windows={'step': {'flops_per_step': 32768.0, 'steps': 20, 'sampled_steps': 4}})\n"
 )
 
 
@@ -127,6 +128,7 @@ def test_a_record_carries_flops_market_water_and_embodied(
     assert typed.flops is not None and typed.flops.method == "counted"
     assert typed.flops.flops == pytest.approx(655360.0)
     assert typed.flops.sampled_steps == 4 and typed.flops.j_per_sample is not None
+    assert typed.flops.windows is not None and typed.flops.windows["step"].steps == 20
     assert typed.carbon is not None and typed.carbon.kg is not None
     market = typed.carbon_market
     assert market is not None and market.kg == pytest.approx(0.6 * typed.carbon.kg)

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("greenml")
 T = TypeVar("T")
 COUNTER = "torch.utils.flop_counter.FlopCounterMode"
+MAX_WINDOWS = 20
+"""Window names carried into the record (an event line stays one small atomic write)."""
 LOW_MFU = 0.2
 """Below this MFU a training run leaves most of the device's arithmetic unused."""
 
@@ -212,7 +214,12 @@ class FlopSampler:
         """Send the counts to ``greenml run`` (a ``flops`` event); a no-op outside it."""
         from greenml.measure import events
 
-        events.emit("flops", **{k: v for k, v in self.totals().items() if k != "windows"})
+        totals = self.totals()
+        totals["windows"] = {
+            name: {k: w[k] for k in ("flops_per_step", "steps", "sampled_steps")}
+            for name, w in list(totals["windows"].items())[:MAX_WINDOWS]
+        }
+        events.emit("flops", **totals)
 
     def _window(self, name: str) -> WindowFlops:
         return self.windows.setdefault(name, WindowFlops())
@@ -325,7 +332,28 @@ def flops_block(
         block["j_per_sample"] = energy_j / samples
     block.update(_mfu(block["flops_per_s"], gpus, counts.get("precision"),
                       counts.get("precision_source")))  # fmt: skip
+    windows = _windows(counts.get("windows"))
+    if windows:
+        block["windows"] = windows
     return block
+
+
+def _windows(raw: Any) -> dict[str, dict[str, Any]]:
+    """Per window name: FLOPs per step, steps, sampled steps (what a program sent, checked)."""
+    if not isinstance(raw, Mapping):
+        return {}
+    out = {}
+    for name, w in list(raw.items())[:MAX_WINDOWS]:
+        if not isinstance(name, str) or not isinstance(w, Mapping):
+            continue
+        per_step = w.get("flops_per_step")
+        value: float | None = None
+        if isinstance(per_step, (int, float)) and not isinstance(per_step, bool):
+            value = float(per_step) if math.isfinite(per_step) and per_step >= 0 else None
+        out[name] = {"flops_per_step": value,
+                     "steps": _whole(w.get("steps")),
+                     "sampled_steps": _whole(w.get("sampled_steps"))}  # fmt: skip
+    return out
 
 
 def _whole(value: Any) -> int:

@@ -309,6 +309,15 @@ class EmbodiedBlock(Block):
 
 
 @dataclass(frozen=True, kw_only=True)
+class FlopsWindow(Block):
+    """FLOPs of one window name (``flops.windows``): per step, steps taken, steps counted."""
+
+    flops_per_step: float | None = None
+    steps: int | None = None
+    sampled_steps: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class FlopsBlock(Block):
     """Work done: FLOPs counted on sampled steps (or given), FLOP/s, MFU, per joule, per sample."""
 
@@ -331,6 +340,7 @@ class FlopsBlock(Block):
     mfu: float | None = None
     mfu_reason: str | None = None
     reason: str | None = None
+    windows: dict[str, FlopsWindow] | None = None
 
 
 EXTRA_BLOCKS: dict[str, Any] = {
