@@ -226,3 +226,11 @@ def test_bad_footprint_options_are_refused_before_the_run() -> None:
     ):
         with pytest.raises(ConfigError, match=message):
             prepare_accounting(options, env=NO_ENV)
+
+
+def test_a_location_from_the_environment_places_water_and_cfe() -> None:
+    accounting = prepare_accounting(None, env={"GREENML_REGION": "gcp:europe-west1"})
+    blocks = accounting.account(measurement(), {})
+    assert blocks["water"]["offsite_l"] is not None  # Belgium's grid water
+    assert "Belgium" in blocks["water"]["offsite_source"]
+    assert blocks["carbon_market"]["basis"] == "provider-cfe+location-fallback"

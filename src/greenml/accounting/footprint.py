@@ -86,6 +86,19 @@ class Footprint:
         )  # fmt: skip
         return out
 
+    def at(self, location: str | None) -> Footprint:
+        """This footprint placed where an intensity source says it is (``DE``,
+        ``gcp:us-central1``): a cloud region also gives the provider's CFE share."""
+        from dataclasses import replace
+
+        from greenml.accounting.static import cloud_region_place
+
+        if not location or location in ("-", "user"):
+            return self
+        if ":" in location:
+            return replace(self, place=cloud_region_place(location), region=location)
+        return replace(self, place=location)
+
     def run_blocks(self, measurement: Measurement, carbon: Mapping[str, Any]) -> dict[str, Any]:
         """The blocks of a measured run: its GPUs for its duration."""
         hours = measurement.duration_s / 3600

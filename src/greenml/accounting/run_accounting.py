@@ -165,6 +165,10 @@ class Accounting:
             from greenml.accounting.water import DEFAULT_WUE
 
             footprint = self.footprint or Footprint(None, DEFAULT_WUE)
+            if footprint.place is None and self.intensity is not None:
+                start = measurement.started_at.timestamp()
+                grid = self.intensity.intensity(start, start + measurement.duration_s)
+                footprint = footprint.at(grid.provenance.location)  # GREENML_* or config file
             return footprint.run_blocks(measurement, carbon)
         except Exception as exc:
             log.warning("greenml: market carbon, water and embodied not computed: %r", exc)
