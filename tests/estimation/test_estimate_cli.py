@@ -209,3 +209,37 @@ def test_bad_footprint_input_one_line_exit_2(
     err = capsys.readouterr().err
     assert err.startswith("greenml: error: ") and message in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.usefixtures("greenml_with_estimate")
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    certificates=st.lists(
+        st.one_of(st.text(max_size=14), st.from_regex(r"-?[0-9]{1,4}(\.[0-9])?(%|kWh|MWh)?"
+                                                      r"(@[0-9]{2,5})?(:GO)?", fullmatch=True)),
+        max_size=3,
+    ),
+    wue=st.none() | NUMBERS | st.sampled_from(["aws", "azure", "gcp", ""]),
+    supplier=st.none() | NUMBERS,
+)  # fmt: skip
+def test_fuzzed_footprint_options_give_valid_json_or_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], certificates: list[str], wue: str | None,
+    supplier: str | None,
+) -> None:  # fmt: skip
+    args = ["estimate", "--gpu", "H100", "--hours", "2", "--country", "FR", "--json"]
+    for text in certificates:
+        args += ["--certificates", text]
+    if wue is not None:
+        args += ["--wue", wue]
+    if supplier is not None:
+        args += ["--supplier-ci", supplier]
+    code = main(args)
+    out, err = capsys.readouterr()
+    if code == 0:
+        data = _strict_json(out)
+        assert isinstance(data, dict) and data["co2_market_t"] is not None
+        assert 0 <= data["co2_market_t"] and data["water_l"] >= 0
+    else:
+        assert code == 2 and err.count("\n") == 1 and err.startswith("greenml: error:"), err
