@@ -240,6 +240,6 @@ def test_fuzzed_footprint_options_give_valid_json_or_one_line_and_exit_2(
     if code == 0:
         data = _strict_json(out)
         assert isinstance(data, dict) and data["co2_market_t"] is not None
-        assert 0 <= data["co2_market_t"] and data["water_l"] >= 0
+        assert data["co2_market_t"] >= 0 and data["water_l"] >= 0
     else:
         assert code == 2 and err.count("\n") == 1 and err.startswith("greenml: error:"), err
