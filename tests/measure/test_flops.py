@@ -182,3 +182,17 @@ def test_tags_give_a_labelled_figure_or_an_unavailable_one(
         assert block["mfu"] is None or block["mfu"] >= 0
     else:
         assert block["flops"] is None and block["reason"]
+
+
+def test_ranks_are_summed_and_a_missing_rank_makes_the_job_unavailable() -> None:
+    from greenml.measure.flops import merge_ranks
+
+    rank = {"flops": 1e15, "steps": 10, "sampled_steps": 1, "samples": 320,
+            "precision": "bf16", "windows": {"step": {"flops_per_step": 1e14}}}  # fmt: skip
+    job = merge_ranks({0: rank, 1: {**rank, "samples": 300}})
+    assert job["flops"] == 2e15 and job["samples"] == 620 and "2 ranks" in job["source"]
+    assert "windows" not in job
+    block = flops_block(job, duration_s=10.0, energy_j=1e6, gpus=["H100", "H100"])
+    assert block["peak_flops_per_s"] == pytest.approx(2 * 989.4e12, rel=0.01)
+    broken = merge_ranks({0: rank, 3: {**rank, "flops": None}})
+    assert broken["flops"] is None and "rank(s) 3" in broken["reason"]

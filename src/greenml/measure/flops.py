@@ -215,6 +215,8 @@ class FlopSampler:
         from greenml.measure import events
 
         totals = self.totals()
+        if totals["reason"]:
+            totals["reason"] = str(totals["reason"])[:500]  # an event line stays small
         totals["windows"] = {
             name: {k: w[k] for k in ("flops_per_step", "steps", "sampled_steps")}
             for name, w in list(totals["windows"].items())[:MAX_WINDOWS]
@@ -223,6 +225,28 @@ class FlopSampler:
 
     def _window(self, name: str) -> WindowFlops:
         return self.windows.setdefault(name, WindowFlops())
+
+
+def merge_ranks(events: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
+    """One job's counts from each rank's ``flops`` event: FLOPs and samples summed (each
+    rank counts its own share of the work), steps and precision from the lowest rank. If a
+    rank's figure is unavailable, so is the job's."""
+    ranks = sorted(events)
+    first = dict(events[ranks[0]])
+    if len(ranks) == 1:
+        return first
+    values = [events[r].get("flops") for r in ranks]
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
+        missing = [str(r) for r, v in zip(ranks, values, strict=True) if v is None]
+        first.update(flops=None, reason=f"no FLOPs from rank(s) {', '.join(missing)}")
+        return first
+    samples = [events[r].get("samples") for r in ranks]
+    first["flops"] = float(sum(values))  # type: ignore[arg-type]
+    if all(isinstance(s, (int, float)) and not isinstance(s, bool) for s in samples):
+        first["samples"] = float(sum(samples))  # type: ignore[arg-type]
+    first["source"] = f"{COUNTER} on sampled steps, summed over {len(ranks)} ranks"
+    first.pop("windows", None)  # per-rank windows would mislead once summed
+    return first
 
 
 def count_flops(fn: Callable[[], Any]) -> float:
@@ -306,9 +330,10 @@ def flops_block(
     """
     flops = counts.get("flops")
     steps, sampled = _whole(counts.get("steps")), _whole(counts.get("sampled_steps"))
+    default = f"{COUNTER} on {sampled} of {steps} steps (mean per step × steps)"
     block: dict[str, Any] = {
         "status": "ok", "method": method,
-        "source": source or f"{COUNTER} on {sampled} of {steps} steps (mean per step × steps)",
+        "source": source or str(counts.get("source") or default),
         "flops": flops, "steps": steps or None, "sampled_steps": sampled or None,
     }  # fmt: skip
     if isinstance(flops, bool) or not isinstance(flops, (int, float)) or not math.isfinite(flops) \

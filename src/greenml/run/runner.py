@@ -306,13 +306,13 @@ def _flops(
     """The ``flops`` block: counted in the program (a ``flops`` event), else ``flops=`` and
     ``samples=`` tags; ``None`` when neither. A bug here costs only this block."""
     try:
-        from greenml.measure.flops import flops_block, flops_from_tags
+        from greenml.measure.flops import flops_block, flops_from_tags, merge_ranks
 
         gpus = measurement.components.get("gpu")
         names = [d.name or key for key, d in (gpus.devices if gpus else {}).items()]
         duration_s, energy_j = measurement.duration_s, measurement.total_j
         if tracker.flops:
-            counted = tracker.flops[min(tracker.flops)]  # the lowest rank speaks for the job
+            counted = merge_ranks(tracker.flops)  # each rank counts its share of the work
             return flops_block(counted, duration_s=duration_s, energy_j=energy_j, gpus=names)
         given = flops_from_tags(tags)
         if given is None:
