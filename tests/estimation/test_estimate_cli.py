@@ -243,3 +243,12 @@ def test_fuzzed_footprint_options_give_valid_json_or_one_line_and_exit_2(
         assert data["co2_market_t"] >= 0 and data["water_l"] >= 0
     else:
         assert code == 2 and err.count("\n") == 1 and err.startswith("greenml: error:"), err
+
+
+def test_embodied_figure_and_lifetime_given() -> None:
+    data = run("--gpu", "H100", "--hours", "1000", "--embodied-kg", "2000",
+               "--lifetime-years", "5")  # fmt: skip
+    assert data["embodied_co2_t"] == pytest.approx(2000 * 1000 / (5 * 8760) / 1000)
+    embodied = data["embodied"]
+    assert isinstance(embodied, dict) and embodied["basis"] == "given"
+    assert embodied["lifetime_source"] == "given by the user (--lifetime-years)"

@@ -64,7 +64,11 @@ class Footprint:
         """
         from greenml.accounting.market import market_block_from_carbon
         from greenml.accounting.water import offsite_water, water_block
-        from greenml.hardware.embodied import DEFAULT_LIFETIME_YEARS, embodied_block
+        from greenml.hardware.embodied import (
+            DEFAULT_LIFETIME_YEARS,
+            LIFETIME_SOURCE,
+            embodied_block,
+        )
 
         out: dict[str, Any] = {}
         try:
@@ -80,9 +84,10 @@ class Footprint:
         if not isinstance(facility_kwh, (int, float)):
             out["water"]["note_energy"] = "no PUE known: off-site water on IT energy"
         life = self.lifetime_years or DEFAULT_LIFETIME_YEARS
+        said = "given by the user (--lifetime-years)" if self.lifetime_years else LIFETIME_SOURCE
         out["embodied"] = embodied_block(
             list(devices), embodied_kg=self.embodied_kg, lifetime_years=life,
-            machine_hours=machine_hours,
+            machine_hours=machine_hours, lifetime_source=said,
         )  # fmt: skip
         return out
 

@@ -48,6 +48,10 @@ Examples:
 @pue_option
 @location_options
 @footprint_options
+@click.option(
+    "--embodied-kg", type=float, help="Embodied kg CO2eq per GPU (default: the cited table)."
+)
+@click.option("--lifetime-years", type=float, help="Hardware lifespan  [default: 4]")
 @price_option
 @click.option("--trials", type=int, default=1, show_default=True, help="Times the job runs.")
 @json_option("Print the estimate as JSON on stdout.")
@@ -71,6 +75,8 @@ def estimate(
     certificates: tuple[str, ...],
     market_file: str | None,
     wue: str | None,
+    embodied_kg: float | None,
+    lifetime_years: float | None,
     price: float | None,
     trials: int,
     as_json: bool,
@@ -83,7 +89,8 @@ def estimate(
     source, description = resolve_intensity_source(region=region, zone=zone, country=country, ci=ci)
     footprint = prepare_footprint(
         supplier_ci=supplier_ci, certificates=certificates, market_file=market_file, wue=wue,
-        zone=zone, region=region, country=country,
+        zone=zone, region=region, country=country, embodied_kg=embodied_kg,
+        lifetime_years=lifetime_years,
     )  # fmt: skip
     result = run_estimate(
         gpu=gpu,

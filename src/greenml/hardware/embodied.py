@@ -192,6 +192,7 @@ def embodied_block(
     embodied_kg: float | None = None,
     lifetime_years: float = DEFAULT_LIFETIME_YEARS,
     machine_hours: float = 0.0,
+    lifetime_source: str = LIFETIME_SOURCE,
 ) -> dict[str, Any]:
     """The ``embodied`` block of a run record or an estimate (class figures allowed, labelled)."""
     terms, missing = amortize(devices, embodied_kg=embodied_kg, lifetime_years=lifetime_years,
@@ -199,7 +200,7 @@ def embodied_block(
     block: dict[str, Any] = {
         "kg": None, "status": "unknown", "method": "amortized",
         "formula": "device-hours × embodied kg ÷ lifetime hours (SCI's M)",
-        "lifetime_years": lifetime_years, "lifetime_source": LIFETIME_SOURCE,
+        "lifetime_years": lifetime_years, "lifetime_source": lifetime_source,
     }  # fmt: skip
     if terms:
         kg = sum(t.m_kg for t in terms)
