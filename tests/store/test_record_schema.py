@@ -298,3 +298,30 @@ def test_a_version_1_record_stays_byte_identical_and_verifies(
         append_run(store.url, old)
         assert json.loads(ledger.read_text())["record_sha256"] == record_sha256(old)
         assert verify(ledger, store=store).ok
+
+
+def test_version_2_records_read_byte_for_byte_and_version_3_blocks_too(
+    validator: jsonschema.Draft202012Validator,
+) -> None:
+    """A record written before the footprint blocks keeps its bytes (so its ledger hash);
+    one with them reads back exactly too."""
+    older = {**hand_record(3.6e6), "schema_version": 2}
+    typed = check(validator, older)
+    assert typed.carbon_market is None and typed.water is None and typed.flops is None
+    assert "carbon_market" not in typed.to_dict()
+    newer = {
+        **older, "schema_version": 3,
+        "carbon_market": {"status": "ok", "kg": 0.1, "basis": "certificates+supplier",
+                          "parts": [{"basis": "supplier", "kwh": 1.0, "g_per_kwh": 100,
+                                     "kg": 0.1, "source": "s", "uncertainty_rel": 0}],
+                          "offsets": [{"kg": 5, "kind": "forestry", "vintage": 2024}]},
+        "water": {"status": "partial", "litres": 1.8, "onsite_l": 1.8, "offsite_l": None},
+        "embodied": {"status": "unknown", "kg": None, "missing": ["CPU only"]},
+        "flops": {"status": "ok", "flops": 1e12, "method": "given", "mfu": None,
+                  "windows": {"step": {"flops_per_step": 1e10, "steps": 100}}},
+    }  # fmt: skip
+    assert check(validator, newer).flops is not None
+    broken = copy.deepcopy(newer)
+    broken["water"]["litres"] = "lots"
+    with pytest.raises(RecordTypeError):
+        RunRecord.from_dict(broken, strict=True)
