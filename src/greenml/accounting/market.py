@@ -306,7 +306,7 @@ def market_block(
                 **_offsets(declared)}  # fmt: skip
     parts = [p for p in parts if p["kwh"] > 0] or parts[:1]
     kg = sum(p["kg"] for p in parts)
-    spread = math.sqrt(sum((p["kg"] * p["uncertainty_rel"]) ** 2 for p in parts))
+    spread = math.hypot(*(p["kg"] * p["uncertainty_rel"] for p in parts))
     basis = "+".join(dict.fromkeys(p["basis"] for p in parts)) or "certificates"
     block: dict[str, Any] = {
         "status": "ok", "kg": kg, "scope": SCOPE, "basis": basis,

@@ -204,7 +204,7 @@ def embodied_block(
     }  # fmt: skip
     if terms:
         kg = sum(t.m_kg for t in terms)
-        spread = math.sqrt(sum((t.m_kg * UNCERTAINTY_REL[t.basis]) ** 2 for t in terms))
+        spread = math.hypot(*(t.m_kg * UNCERTAINTY_REL[t.basis] for t in terms))
         block.update(
             kg=kg, status="ok", uncertainty_rel=spread / kg if kg > 0 else 0.0,
             basis="+".join(dict.fromkeys(t.basis for t in terms)),
