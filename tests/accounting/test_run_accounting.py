@@ -188,3 +188,49 @@ def test_importing_the_module_does_not_import_numpy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_market_water_and_embodied_blocks_beside_location_based() -> None:
+    options = AccountingOptions(country="FR", pue="1.2", certificates=("50%@2023:GO",),
+                                wue="0.5")  # fmt: skip
+    blocks = account_run(measurement(), {"gpu0": ([T0, T0 + 3600], [1000.0, 1000.0])}, options)
+    carbon, market = blocks["carbon"], blocks["carbon_market"]
+    assert market["kg"] == pytest.approx(carbon["kg"] / 2)  # half covered, half location-based
+    assert carbon["kg"] > market["kg"]  # the location-based figure is not touched
+    water = blocks["water"]
+    assert water["onsite_l"] == pytest.approx(0.5)  # 1 kWh IT × 0.5 L/kWh
+    assert water["offsite_l"] == pytest.approx(1.2 * water["ewif_l_per_kwh"])
+    embodied = blocks["embodied"]  # A100 for one hour: its cited figure and its host's share
+    assert embodied["basis"] == "model" and embodied["kg"] > 0
+
+
+def test_certificates_beyond_the_runs_energy_leave_market_unavailable() -> None:
+    options = AccountingOptions(ci=300.0, certificates=("5kWh",))
+    market = account_run(measurement(), {}, options)["carbon_market"]
+    assert market["kg"] is None and market["status"] == "unavailable"
+    assert "cover 5 kWh but the energy used is 1 kWh" in market["reason"]
+
+
+def test_no_location_still_gives_water_on_site_and_embodied() -> None:
+    blocks = prepare_accounting(None, env=NO_ENV).account(measurement())
+    assert blocks["carbon_market"]["kg"] is None and blocks["carbon_market"]["status"] == "unknown"
+    assert blocks["water"]["status"] == "partial" and blocks["water"]["offsite_l"] is None
+    assert blocks["embodied"]["kg"] > 0
+
+
+def test_bad_footprint_options_are_refused_before_the_run() -> None:
+    for options, message in (
+        (AccountingOptions(certificates=("140%",)), "cannot exceed 100"),
+        (AccountingOptions(wue="-1"), "a WUE must be between"),
+        (AccountingOptions(supplier_ci=float("nan")), "--supplier-ci"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            prepare_accounting(options, env=NO_ENV)
+
+
+def test_a_location_from_the_environment_places_water_and_cfe() -> None:
+    accounting = prepare_accounting(None, env={"GREENML_REGION": "gcp:europe-west1"})
+    blocks = accounting.account(measurement(), {})
+    assert blocks["water"]["offsite_l"] is not None  # Belgium's grid water
+    assert "Belgium" in blocks["water"]["offsite_source"]
+    assert blocks["carbon_market"]["basis"] == "provider-cfe+location-fallback"

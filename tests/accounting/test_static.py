@@ -235,3 +235,13 @@ def test_the_build_script_reproduces_the_packaged_tables(tmp_path: Path) -> None
     data = REPO / "src" / "greenml" / "data"
     for name in ("intensity_countries.csv", "intensity_cloud_regions.csv", "intensity_zones.csv"):
         assert (tmp_path / name).read_text() == (data / name).read_text(), name
+
+
+def test_zone_that_is_a_country_points_to_country() -> None:
+    with pytest.raises(ConfigError) as info:
+        zone_source("FR")
+    message = str(info.value)
+    assert "--country FR" in message and "France" in message
+    assert "country-level yearly mean" in message and "closest known" not in message
+    with pytest.raises(ConfigError, match=r"closest known: US-CAL-CISO.*; or --country US"):
+        zone_source("US-CAL-CIS")

@@ -191,3 +191,19 @@ def test_a_short_run_shows_its_stored_energy_and_withholds_what_two_samples_cann
     assert result.duration_s == pytest.approx(record["duration_s"])
     assert not [f for f in result.findings if f.kind in ("idle", "underused")]
     assert any("withheld" in n and "needed" in n for n in result.notes), result.notes
+
+
+def test_low_mfu_is_flagged_with_its_cost(store: Store) -> None:
+    samples = phases("gpu0", [(100, 300.0, 0.9)])
+    run = make_run(store, samples, gpu_names={"gpu0": "NVIDIA A100-SXM4-80GB"})
+    block = {"status": "ok", "method": "counted", "flops": 1.56e15, "mfu": 0.05,
+             "flops_per_s": 1.56e13, "peak_flops_per_s": 312e12, "precision": "bf16",
+             "peak_source": "gpus.csv: A100 SXM4 80GB dense bf16 peak × 1"}  # fmt: skip
+    store.update_extra(run, {"flops": block})
+    d = diagnose_run(store, run)
+    (low,) = d.of_kind("low-mfu")
+    gpu_j = store.get_record(run)["energy"]["components"]["gpu"]["energy_j"]
+    assert low.energy_at_stake_j == pytest.approx(gpu_j * (1 - 0.05 / 0.40))
+    assert "5.0%" in low.title and "dense peak" in low.evidence
+    store.update_extra(run, {"flops": {**block, "mfu": 0.35}})
+    assert not diagnose_run(store, run).of_kind("low-mfu")

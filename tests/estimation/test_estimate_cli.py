@@ -170,3 +170,85 @@ def test_fuzzed_numbers_give_valid_json_or_one_line_and_exit_2(
         assert isinstance(data, dict)
     else:
         assert code == 2 and err.count("\n") == 1 and err.startswith("greenml: error:"), err
+
+
+def test_json_gains_market_water_and_embodied() -> None:
+    data = run("--gpu", "A100", "--count", "8", "--hours", "10", "--region", "us-central1",
+               "--pue", "gcp", "--wue", "aws")  # fmt: skip
+    for key in ("co2_t", "co2_market_t", "water_l", "embodied_co2_t"):
+        assert isinstance(data[key], float), key
+    assert data["co2_market_t"] < data["co2_t"]  # type: ignore[operator]  # Google's CFE share
+    market = data["carbon_market"]
+    assert isinstance(market, dict) and market["basis"] == "provider-cfe+location-fallback"
+    water = data["water"]
+    assert isinstance(water, dict) and water["wue_l_per_kwh"] == 0.18
+
+
+def test_market_declarations_in_estimate() -> None:
+    data = run("--gpu", "H100", "--hours", "10", "--country", "FR",
+               "--certificates", "100%@2025:GO")  # fmt: skip
+    assert data["co2_market_t"] == 0.0 and data["co2_t"] > 0  # type: ignore[operator]
+
+
+@pytest.mark.usefixtures("greenml_with_estimate")
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--certificates", "50000kWh", "--country", "FR"], "certificates cover 50000 kWh"),
+        (["--certificates", "120%"], "cannot exceed 100 %"),
+        (["--certificates", "-3%"], "≥ 0"),
+        (["--supplier-ci", "-1"], "--supplier-ci must be between"),
+        (["--wue", "55"], "a WUE must be between"),
+        (["--zone", "FR"], "--country FR gives France's country-level yearly mean"),
+    ],
+)
+def test_bad_footprint_input_one_line_exit_2(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["estimate", "--gpu", "H100", "--hours", "1", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("greenml: error: ") and message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.usefixtures("greenml_with_estimate")
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    certificates=st.lists(
+        st.one_of(st.text(max_size=14), st.from_regex(r"-?[0-9]{1,4}(\.[0-9])?(%|kWh|MWh)?"
+                                                      r"(@[0-9]{2,5})?(:GO)?", fullmatch=True)),
+        max_size=3,
+    ),
+    wue=st.none() | NUMBERS | st.sampled_from(["aws", "azure", "gcp", ""]),
+    supplier=st.none() | NUMBERS,
+)  # fmt: skip
+def test_fuzzed_footprint_options_give_valid_json_or_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], certificates: list[str], wue: str | None,
+    supplier: str | None,
+) -> None:  # fmt: skip
+    args = ["estimate", "--gpu", "H100", "--hours", "2", "--country", "FR", "--json"]
+    for text in certificates:
+        args += ["--certificates", text]
+    if wue is not None:
+        args += ["--wue", wue]
+    if supplier is not None:
+        args += ["--supplier-ci", supplier]
+    code = main(args)
+    out, err = capsys.readouterr()
+    if code == 0:
+        data = _strict_json(out)
+        assert isinstance(data, dict) and data["co2_market_t"] is not None
+        assert data["co2_market_t"] >= 0 and data["water_l"] >= 0
+    else:
+        assert code == 2 and err.count("\n") == 1 and err.startswith("greenml: error:"), err
+
+
+def test_embodied_figure_and_lifetime_given() -> None:
+    data = run("--gpu", "H100", "--hours", "1000", "--embodied-kg", "2000",
+               "--lifetime-years", "5")  # fmt: skip
+    assert data["embodied_co2_t"] == pytest.approx(2000 * 1000 / (5 * 8760) / 1000)
+    embodied = data["embodied"]
+    assert isinstance(embodied, dict) and embodied["basis"] == "given"
+    assert embodied["lifetime_source"] == "given by the user (--lifetime-years)"

@@ -131,3 +131,18 @@ def test_log_to_alone_starts_a_stored_run_for_training(
     with open_store(str(tmp_path / "r.db")) as store:
         (row,) = store.list_runs()
     assert row["name"] == "tb-run" and row["status"] == "completed"
+def test_flops_counted_on_sampled_steps_with_mfu(nvml: FakeNvml, meter: Meter) -> None:
+    callback = GreenmlCallback(meter, flops=5)
+    fit(Tiny(nvml), callback)
+    totals = callback.flops
+    assert totals is not None
+    steps = BATCHES_PER_EPOCH * EPOCHS
+    assert totals["steps"] == steps and totals["sampled_steps"] == len(range(0, steps, 5))
+    # Linear(4, 1) on 4 samples: forward 2·4·4·1 and the weight gradient as much again
+    assert totals["flops"] == pytest.approx(steps * 2 * (2 * 4 * 4 * 1))
+    assert totals["samples"] == 4 * steps
+    step = callback.measurements[0]
+    block = callback.windows.flops.block(step, window="step", steps=1)  # type: ignore[union-attr]
+    assert block["flops"] == 64 and block["flops_per_s"] == pytest.approx(64 / step.duration_s)
+    assert block["mfu"] == pytest.approx(64 / step.duration_s / 15.7e12)
+    assert "V100" in block["peak_source"] and block["j_per_sample"] > 0

@@ -125,3 +125,17 @@ def test_method_and_delegated_act_note(store: Store) -> None:
         assert key in data, key
     cpu_only = make_run(store, devices=[("cpu", "cpu0", "Xeon", KWH, "estimated", 0.3)])
     assert euaiact.build(load_runs(store, [cpu_only])).data["energy_basis"] == "estimated"
+
+
+def test_counted_flops_fill_the_training_compute_labelled() -> None:
+    from greenml.report.runset import RunSet
+    from tests.run_records import record as hand_record
+
+    counted = hand_record(3.6e9, tags={"flops": "9e99"})  # the counted figure wins over a tag
+    counted["flops"] = {"status": "ok", "method": "counted", "flops": 4.0e21}
+    tagged = hand_record(3.6e9, tags={"flops": "1e21"})
+    data = euaiact.build(RunSet([counted, tagged])).data
+    assert data["flops"] == pytest.approx(5.0e21)
+    assert data["flops_counted_runs"] == 1 and data["flops_given_runs"] == 1
+    assert "counted in 1 run (PyTorch FlopCounterMode" in data["flops_source"]
+    assert "given by flops tags on 1 run" in data["flops_source"]

@@ -203,3 +203,28 @@ def test_report_co2_reads_in_the_unit_that_fits(kg: float, shown: str) -> None:
     from greenml.report import sigfig
 
     assert sigfig.co2(kg, 3) == shown
+
+
+def test_statement_shows_market_embodied_and_water_apart() -> None:
+    from greenml.report.runset import RunSet
+    from tests.run_records import record as hand_record
+
+    record = hand_record(18e6, ci_g_per_kwh=400.0)  # 5 kWh × 400 g = 2 kg
+    record["carbon_market"] = {"status": "ok", "kg": 0.5, "uncertainty_rel": 0.1,
+                               "offsets_kg": 3.0}  # fmt: skip
+    record["embodied"] = {"status": "ok", "kg": 0.25, "uncertainty_rel": 0.5}
+    record["water"] = {"status": "ok", "litres": 12.0, "uncertainty_rel": 0.4}
+    record["flops"] = {"status": "ok", "method": "counted", "flops": 1.0e18}
+    runs = RunSet([record])
+    assert runs.carbon.value == pytest.approx(2.0)  # the location-based total is untouched
+    report = statement.build(runs)
+    rows = {r[0]: r for r in report.sections[1].tables[0].rows}
+    assert rows["CO2eq, market-based (scope 2)"][1] != "unknown"
+    assert rows["Offsets held"][3] == "listed apart, never subtracted"
+    assert "market-based" in report.data["paragraph"] and "L of water" in report.data["paragraph"]
+    assert report.data["co2eq_market_kg"] == pytest.approx(0.5)
+    assert report.data["water_l"] == pytest.approx(12.0)
+    assert rows["Work done (FLOPs)"][3] == "counted in 1 run"
+    assert "FLOPs per kWh (IT)" in rows and report.data["flops"] == 1.0e18
+    older = RunSet([hand_record(3.6e6)])  # no such blocks: unknown, not zero
+    assert older.to_dict()["co2eq_market_kg"] is None

@@ -103,6 +103,40 @@ def test_a_greenml_run_record_fits(
     assert [w.name for w in typed.windows] == ["run"] + ["step/rank0"] * 3
 
 
+FLOP_PROGRAM = (  # what FlopSampler.publish() sends (the counting is tested in tests/measure)
+    "from greenml.measure import events\n"
+    "events.emit('flops', status='ok', flops=655360.0, steps=20, sampled_steps=4,\n"
+    "            samples=160, precision='fp32', precision_source='given', spread_rel=0.0,\n"
+    "            windows={'step': {'flops_per_step': 32768.0, 'steps': 20, 'sampled_steps': 4}})\n"
+)
+
+
+def test_a_record_carries_flops_market_water_and_embodied(
+    tmp_path: Path, validator: jsonschema.Draft202012Validator
+) -> None:
+    """The whole footprint in one record, each block typed; the location-based block intact."""
+    db_url = f"sqlite:///{tmp_path / 'runs.db'}"
+    out = tmp_path / "run.json"
+    done = subprocess.run(
+        [PY, "-m", "greenml", "run", "-q", "--gpus", "none", "--country", "FR", "--pue", "1.2",
+         "--certificates", "40%@2025:GO", "--wue", "aws", "--json-out", str(out), "--",
+         PY, "-c", FLOP_PROGRAM],
+        capture_output=True, text=True, env=greenml_env(tmp_path, db_url), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    typed = check(validator, json.loads(out.read_text()))
+    assert typed.flops is not None and typed.flops.method == "counted"
+    assert typed.flops.flops == pytest.approx(655360.0)
+    assert typed.flops.sampled_steps == 4 and typed.flops.j_per_sample is not None
+    assert typed.flops.windows is not None and typed.flops.windows["step"].steps == 20
+    assert typed.carbon is not None and typed.carbon.kg is not None
+    market = typed.carbon_market
+    assert market is not None and market.kg == pytest.approx(0.6 * typed.carbon.kg)
+    assert typed.water is not None and typed.water.litres is not None
+    assert typed.water.wue_l_per_kwh == 0.18
+    assert typed.embodied is not None and typed.embodied.status == "unknown"  # CPU-only
+
+
 def test_a_spooled_run_fits_once_ingested(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, validator: jsonschema.Draft202012Validator
 ) -> None:
@@ -264,3 +298,30 @@ def test_a_version_1_record_stays_byte_identical_and_verifies(
         append_run(store.url, old)
         assert json.loads(ledger.read_text())["record_sha256"] == record_sha256(old)
         assert verify(ledger, store=store).ok
+
+
+def test_version_2_records_read_byte_for_byte_and_version_3_blocks_too(
+    validator: jsonschema.Draft202012Validator,
+) -> None:
+    """A record written before the footprint blocks keeps its bytes (so its ledger hash);
+    one with them reads back exactly too."""
+    older = {**hand_record(3.6e6), "schema_version": 2}
+    typed = check(validator, older)
+    assert typed.carbon_market is None and typed.water is None and typed.flops is None
+    assert "carbon_market" not in typed.to_dict()
+    newer = {
+        **older, "schema_version": 3,
+        "carbon_market": {"status": "ok", "kg": 0.1, "basis": "certificates+supplier",
+                          "parts": [{"basis": "supplier", "kwh": 1.0, "g_per_kwh": 100,
+                                     "kg": 0.1, "source": "s", "uncertainty_rel": 0}],
+                          "offsets": [{"kg": 5, "kind": "forestry", "vintage": 2024}]},
+        "water": {"status": "partial", "litres": 1.8, "onsite_l": 1.8, "offsite_l": None},
+        "embodied": {"status": "unknown", "kg": None, "missing": ["CPU only"]},
+        "flops": {"status": "ok", "flops": 1e12, "method": "given", "mfu": None,
+                  "windows": {"step": {"flops_per_step": 1e10, "steps": 100}}},
+    }  # fmt: skip
+    assert check(validator, newer).flops is not None
+    broken = copy.deepcopy(newer)
+    broken["water"]["litres"] = "lots"
+    with pytest.raises(RecordTypeError):
+        RunRecord.from_dict(broken, strict=True)

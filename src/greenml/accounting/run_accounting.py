@@ -29,6 +29,7 @@ from greenml.errors import ConfigError, GreenmlError
 
 if TYPE_CHECKING:
     from greenml.accounting.cost import PriceSource
+    from greenml.accounting.footprint import Footprint
     from greenml.accounting.instances import InstancePrice
     from greenml.accounting.intensity import IntensitySource
     from greenml.accounting.pue import Pue
@@ -64,9 +65,13 @@ class AccountingOptions:
     instance: str | None = None
     spot: bool = False
     instance_prices: str | None = None
+    supplier_ci: float | None = None
+    certificates: tuple[str, ...] = ()
+    market_file: str | None = None
+    wue: str | None = None
 
     def any_given(self) -> bool:
-        return any(getattr(self, f.name) not in (None, False) for f in fields(self))
+        return any(getattr(self, f.name) not in (None, False, ()) for f in fields(self))
 
 
 def unknown_carbon(hint: str = NO_LOCATION_HINT) -> dict[str, Any]:
@@ -100,6 +105,7 @@ class Accounting:
         self.instance = instance
         self.failure: str | None = None  # the settings could not be read
         self._deferred = deferred
+        self.footprint: Footprint | None = None  # market, water, embodied (defaults if None)
 
     @property
     def active(self) -> bool:
@@ -138,18 +144,38 @@ class Accounting:
         """
         if self.failure is not None or not self.active:
             carbon = unavailable("kg", self.failure) if self.failure else unknown_carbon(self.hint)
-            return {"carbon": carbon, "cost": _unknown_cost()}
-        from greenml.accounting.profile import total_power
+            blocks = {"carbon": carbon, "cost": _unknown_cost()}
+        else:
+            from greenml.accounting.profile import total_power
 
-        start = measurement.started_at.timestamp()
-        span = {"start_s": start, "end_s": start + measurement.duration_s,
-                "energy_uncertainty_rel": measurement.uncertainty_rel}  # fmt: skip
-        times, power = total_power((timelines or {}).values())
-        args = (times, power, measurement.total_j)
-        return {
-            "carbon": self._carbon(args, span),
-            "cost": self._cost(args, span, measurement.duration_s),
-        }
+            start = measurement.started_at.timestamp()
+            span = {"start_s": start, "end_s": start + measurement.duration_s,
+                    "energy_uncertainty_rel": measurement.uncertainty_rel}  # fmt: skip
+            times, power = total_power((timelines or {}).values())
+            args = (times, power, measurement.total_j)
+            blocks = {
+                "carbon": self._carbon(args, span),
+                "cost": self._cost(args, span, measurement.duration_s),
+            }
+        return {**blocks, **self._footprint(measurement, blocks["carbon"])}
+
+    def _footprint(self, measurement: Measurement, carbon: dict[str, Any]) -> dict[str, Any]:
+        """Market-based carbon, water and embodied carbon; a bug here costs only these blocks."""
+        try:
+            from greenml.accounting.footprint import Footprint
+            from greenml.accounting.water import DEFAULT_WUE
+
+            footprint = self.footprint or Footprint(None, DEFAULT_WUE)
+            if footprint.place is None and self.intensity is not None:
+                start = measurement.started_at.timestamp()
+                grid = self.intensity.intensity(start, start + measurement.duration_s)
+                footprint = footprint.at(grid.provenance.location)  # GREENML_* or config file
+            return footprint.run_blocks(measurement, carbon)
+        except Exception as exc:
+            log.warning("greenml: market carbon, water and embodied not computed: %r", exc)
+            reason = f"footprint accounting failed: {exc!r}"
+            return {key: {"status": "unavailable", "reason": reason}
+                    for key in ("carbon_market", "water", "embodied")}  # fmt: skip
 
     def _carbon(self, args: tuple[Any, Any, float], span: dict[str, Any]) -> dict[str, Any]:
         if self.intensity is None:
@@ -227,6 +253,13 @@ def prepare_accounting(
         )
     hint, location = (said, None) if source is None else (NO_LOCATION_HINT, said)
     accounting = Accounting(source, hint, parse_pue(options.pue, env), price, instance, location)
+    from greenml.accounting.footprint import prepare_footprint
+
+    accounting.footprint = prepare_footprint(
+        supplier_ci=options.supplier_ci, certificates=options.certificates,
+        market_file=options.market_file, wue=options.wue, zone=options.zone,
+        region=options.region, country=options.country,
+    )  # fmt: skip
     accounting.warm_up()
     return accounting
 

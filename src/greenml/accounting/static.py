@@ -175,7 +175,7 @@ def zone_source(
     """
     rows = _zones().get(zone.strip().upper())
     if not rows:
-        raise ConfigError(_unknown("grid zone", zone, known_zones()))
+        raise ConfigError(_unknown_zone(zone))
     years = sorted(int(r["year"]) for r in rows)
     chosen = max(years) if year is None else year
     match = [r for r in rows if int(r["year"]) == chosen]
@@ -206,6 +206,31 @@ def _unknown(what: str, query: str, choices: list[str], rank: bool = True) -> st
     return f"unknown {what} {query!r}{hint}"
 
 
+def _unknown_zone(zone: str) -> str:
+    """Why a zone is unknown: a country code that is not packaged as a zone (``FR``) points
+    to ``--country`` and says what resolution that gives; a near miss gets the closest zones
+    (and the country's yearly mean where the zone names a country, ``US-CAL-CIS``)."""
+    text = zone.strip().upper()
+    code = text.split("-")[0]
+    row = _countries().get(_norm(code)) if len(code) in (2, 3) else None
+    if row is None:
+        return _unknown("grid zone", zone, known_zones())
+    prov = row.provenance
+    year = f" {prov.year}" if prov.year else ""
+    country = (
+        f"--country {prov.location} gives {row.label}'s country-level yearly mean{year} "
+        f"({row.g_per_kwh:g} gCO2eq/kWh, {prov.source}): one value for the whole country "
+        "and year, no hourly or regional variation"
+    )
+    zones = sorted({r["zone"] for r in _read("intensity_zones.csv")})
+    if text == code and not any(z.startswith(f"{code}-") for z in zones):
+        return (
+            f"{text!r} is not among the {len(zones)} packaged grid zones (hourly Electricity "
+            f"Maps data: {', '.join(zones)}); {country}"
+        )
+    return f"{_unknown('grid zone', zone, known_zones())}; or {country}"
+
+
 def _named_countries() -> list[tuple[str, _Row]]:
     """(name as written, its row) for every accepted country code and name."""
     table = _countries()
@@ -215,3 +240,24 @@ def _named_countries() -> list[tuple[str, _Row]]:
 
 def _country_names(r: dict[str, str]) -> list[str]:
     return [r["alpha2"], r["alpha3"], r["name"], *filter(None, r["other_names"].split(";"))]
+
+
+def alpha3_of(alpha2: str) -> str | None:
+    """The ISO 3166 alpha-3 code of a packaged country's alpha-2 code (``FR`` → ``FRA``)."""
+    key = alpha2.strip().upper()
+    return next((r["alpha3"] for r in _read("intensity_countries.csv") if r["alpha2"] == key), None)
+
+
+def cloud_region_place(region: str) -> str | None:
+    """Where a packaged cloud region is, as published (``Iowa``, ``Belgium``); None if unknown."""
+    provider, _, name = region.strip().lower().rpartition(":")
+    for r in _read("intensity_cloud_regions.csv"):
+        if r["region"].lower() == name and provider in ("", r["provider"]):
+            return r["location"]
+    return None
+
+
+def country_code(country: str) -> str | None:
+    """The ISO 3166 alpha-2 code of a packaged country (code or name); None if unknown."""
+    row = _countries().get(_norm(country))
+    return None if row is None else row.provenance.location

@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from greenml.cli import render
-from greenml.cli.options import json_option, location_options, price_option, pue_option
+from greenml.cli.options import (
+    footprint_options,
+    json_option,
+    location_options,
+    price_option,
+    pue_option,
+)
 from greenml.store.export import json_text
 
 if TYPE_CHECKING:
@@ -41,6 +47,11 @@ Examples:
 @click.option("--power-w", type=float, help="Average watts per device (e.g. measured); not TDP.")
 @pue_option
 @location_options
+@footprint_options
+@click.option(
+    "--embodied-kg", type=float, help="Embodied kg CO2eq per GPU (default: the cited table)."
+)
+@click.option("--lifetime-years", type=float, help="Hardware lifespan  [default: 4]")
 @price_option
 @click.option("--trials", type=int, default=1, show_default=True, help="Times the job runs.")
 @json_option("Print the estimate as JSON on stdout.")
@@ -60,15 +71,27 @@ def estimate(
     region: str | None,
     country: str | None,
     ci: float | None,
+    supplier_ci: float | None,
+    certificates: tuple[str, ...],
+    market_file: str | None,
+    wue: str | None,
+    embodied_kg: float | None,
+    lifetime_years: float | None,
     price: float | None,
     trials: int,
     as_json: bool,
 ) -> None:
     """Estimate the energy, CO2eq and cost of a job from device-hours, FLOPs or params × tokens."""
+    from greenml.accounting.footprint import prepare_footprint
     from greenml.accounting.location import resolve_intensity_source
     from greenml.estimation.estimator import estimate as run_estimate
 
     source, description = resolve_intensity_source(region=region, zone=zone, country=country, ci=ci)
+    footprint = prepare_footprint(
+        supplier_ci=supplier_ci, certificates=certificates, market_file=market_file, wue=wue,
+        zone=zone, region=region, country=country, embodied_kg=embodied_kg,
+        lifetime_years=lifetime_years,
+    )  # fmt: skip
     result = run_estimate(
         gpu=gpu,
         count=count,
@@ -85,6 +108,7 @@ def estimate(
         ci_description=description,
         price=price,
         trials=trials,
+        footprint=footprint,
     )
     if as_json:
         click.echo(json_text(result.to_json(), indent=2, ensure_ascii=False))
@@ -132,7 +156,9 @@ def summary_table(e: Estimate) -> Any:
     if e.co2_g is not None and s is not None and s.co2_rel is not None:
         co2 += " (lower bound)" if s.lower_bound else f" {render.percent(s.co2_rel)}"
     ci = "" if e.intensity_g_per_kwh is None else f"{num(e.intensity_g_per_kwh)} g/kWh, "
-    table.add_row("CO2eq", co2, f"{ci}{e.intensity_source}")
+    table.add_row("CO2eq (location-based)", co2, f"{ci}{e.intensity_source}")
+    for row in footprint_rows(e.footprint or {}):
+        table.add_row(*row)
     cost = "-" if e.cost_usd is None else f"${num(e.cost_usd)}"
     table.add_row("cost", cost, "" if e.cost_usd is not None else "no --price given")
     table.add_row("device-hours", num(e.device_hours), f"wall-clock {num(e.wall_hours)} h")
@@ -169,3 +195,58 @@ def assumptions_table(e: Estimate) -> Any:
         shown = "-" if value is None else (f"{value:g}" if isinstance(value, float) else value)
         table.add_row(name, str(shown), str(item["source"]))
     return table
+
+
+def footprint_rows(blocks: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Rows for market-based CO2eq, embodied CO2eq and water, each with its basis."""
+    rows = []
+    if blocks.get("carbon_market"):
+        rows.append(("CO2eq (market-based)", *_market_row(blocks["carbon_market"])))
+    if blocks.get("embodied"):
+        rows.append(("CO2eq (embodied)", *_embodied_row(blocks["embodied"])))
+    if blocks.get("water"):
+        rows.append(("water", *_water_row(blocks["water"])))
+    return rows
+
+
+def _with_spread(text: str, block: dict[str, Any]) -> str:
+    rel = block.get("uncertainty_rel")
+    return text if rel is None else f"{text} {render.percent(rel)}"
+
+
+def _market_row(market: dict[str, Any]) -> tuple[str, str]:
+    from greenml.estimation.inputs import mass_text
+
+    kg = market.get("kg")
+    value = "unknown" if kg is None else _with_spread(mass_text(kg * 1000), market)
+    parts = market.get("parts") or []
+    energy = sum(p["kwh"] for p in parts) or 1.0
+    basis = "; ".join(f"{p['kwh'] / energy:.0%} {p['basis']}: {p['source']}" for p in parts)
+    basis = basis or str(market.get("hint") or market.get("reason") or "")
+    if market.get("offsets_kg"):
+        offsets = mass_text(market["offsets_kg"] * 1000)
+        basis += f"; offsets {offsets} listed apart, not subtracted"
+    return value, basis
+
+
+def _embodied_row(embodied: dict[str, Any]) -> tuple[str, str]:
+    from greenml.estimation.inputs import mass_text
+
+    kg = embodied.get("kg")
+    if kg is None:
+        return "unknown", "; ".join(embodied.get("missing") or [])
+    terms = "; ".join(f"{t['item']} ({t['basis']})" for t in embodied.get("terms") or [])
+    return _with_spread(mass_text(kg * 1000), embodied), terms
+
+
+def _water_row(water: dict[str, Any]) -> tuple[str, str]:
+    from greenml.estimation.inputs import num
+
+    litres = water.get("litres")
+    value = "unknown" if litres is None else _with_spread(f"{num(litres)} L", water)
+    onsite = num(water.get("onsite_l") or 0.0)
+    basis = f"on-site {onsite} L (WUE {water.get('wue_l_per_kwh')} L/kWh)"
+    offsite = water.get("offsite_l")
+    if offsite is None:
+        return value, f"{basis}; {water.get('offsite_reason')}"
+    return value, f"{basis}, off-site {num(offsite)} L ({water.get('ewif_l_per_kwh')} L/kWh)"

@@ -221,6 +221,43 @@ intensity_provider_option = click.option(
 trace_renamed = renamed("--trace", "--intensity-trace", "intensity_trace", metavar="CSV")
 
 
+_FOOTPRINT_OPTIONS = (
+    click.option(
+        "--supplier-ci",
+        type=float,
+        metavar="G_PER_KWH",
+        help="Market-based: your electricity supplier's emission factor in gCO2eq/kWh.",
+    ),
+    click.option(
+        "--certificates",
+        multiple=True,
+        metavar="SHARE[@YEAR][:KIND]",
+        help="Market-based: certificates or a PPA covering a share or kWh of the energy, "
+        "e.g. 40%@2025:GO or 1200kWh@2025:PPA (repeatable).",
+    ),
+    click.option(
+        "--market",
+        "market_file",
+        type=click.Path(exists=True, dir_okay=False),
+        metavar="TOML",
+        help="Market-based declarations ([market] table: supplier, certificates, offsets).",
+    ),
+    click.option(
+        "--wue",
+        metavar="L_PER_KWH|PROVIDER",
+        help="On-site water usage effectiveness: L/kWh, or aws, azure (published fleet "
+        "figures); default: 1.8 L/kWh (stated).",
+    ),
+)
+
+
+def footprint_options(command: F) -> F:
+    """``--supplier-ci``, ``--certificates``, ``--market``, ``--wue``: market carbon and water."""
+    for option in reversed(_FOOTPRINT_OPTIONS):
+        command = option(command)
+    return command
+
+
 def location_options(command: F) -> F:
     """``--zone``, ``--region``, ``--country`` and ``--ci``: where the intensity comes from."""
     for option in reversed((zone_option(), region_option(), country_option, ci_option)):

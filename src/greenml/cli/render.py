@@ -195,6 +195,32 @@ def carbon_lines(block: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def footprint_lines(blocks: dict[str, Any]) -> list[str]:
+    """Market-based and embodied carbon, water and counted work: one line each where known."""
+    lines = []
+    market = blocks.get("carbon_market") or {}
+    if market.get("status") == "ok" and market.get("kg") is not None:
+        offsets = market.get("offsets_kg")
+        held = f"; offsets {co2(offsets)} held, not subtracted" if offsets else ""
+        lines.append(f"carbon, market-based: {co2(market['kg'])} ({market.get('basis')}){held}")
+    embodied = blocks.get("embodied") or {}
+    if embodied.get("status") == "ok" and embodied.get("kg") is not None:
+        rel = embodied.get("uncertainty_rel")
+        spread = f" {percent(rel)}" if rel is not None else ""
+        lines.append(f"embodied: {co2(embodied['kg'])}{spread} (by {embodied.get('basis')})")
+    water = blocks.get("water") or {}
+    if water.get("litres") is not None:
+        bound = " (on-site only: a lower bound)" if water.get("offsite_l") is None else ""
+        lines.append(f"water: {water['litres']:.3g} L{bound} · WUE "
+                     f"{water.get('wue_l_per_kwh')} L/kWh")  # fmt: skip
+    flops = blocks.get("flops") or {}
+    if flops.get("flops") is not None:
+        mfu = flops.get("mfu")
+        tail = f" · MFU {mfu:.1%}" if isinstance(mfu, (int, float)) else ""
+        lines.append(f"work: {flops['flops']:.3g} FLOPs {flops.get('method')}{tail}")
+    return lines
+
+
 def cost_lines(block: dict[str, Any] | None, show_unknown: bool = False) -> list[str]:
     """The cost of a run: electricity at its price, and the instance's hours."""
     if not block:

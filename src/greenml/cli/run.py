@@ -15,6 +15,7 @@ from greenml.cli.options import (
     ci_option,
     country_option,
     db_option,
+    footprint_options,
     gpus_option,
     instance_option,
     intensity_provider_option,
@@ -59,10 +60,10 @@ _ACCOUNTING_OPTIONS = (
 
 
 def accounting_options(f: Any) -> Any:
-    """Location, PUE and price options (carbon and cost of the run)."""
+    """Location, PUE and price options (carbon and cost of the run), market carbon and water."""
     for option in reversed(_ACCOUNTING_OPTIONS):
         f = option(f)
-    return f
+    return footprint_options(f)
 
 
 _WHEN_OPTIONS = (
@@ -377,7 +378,8 @@ def _summarize(result: RunResult) -> None:
     title = f"greenml run {run_id} · {verdict} · {render.duration(m.duration_s)}"
     render.print_err(render.measurement_table(m, title))
     blocks = result.accounting
-    for line in render.carbon_lines(blocks.get("carbon")) + render.cost_lines(blocks.get("cost")):
+    lines = render.carbon_lines(blocks.get("carbon")) + render.cost_lines(blocks.get("cost"))
+    for line in lines + render.footprint_lines(blocks):
         print(f"  {line}", file=sys.stderr)
     for note in result.notes:
         print(f"  note: {note}", file=sys.stderr)

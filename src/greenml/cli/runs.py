@@ -88,7 +88,8 @@ def show(db_url: str | None, run_id: str) -> None:
     record = typed.to_dict()  # the blocks as renderers take them (kept even if malformed)
     console.print(_energy_table(record.get("energy") or {}))
     carbon, cost = record.get("carbon"), record.get("cost")
-    for line in render.carbon_lines(carbon) + render.cost_lines(cost, show_unknown=True):
+    accounted = render.carbon_lines(carbon) + render.cost_lines(cost, show_unknown=True)
+    for line in accounted + render.footprint_lines(record):
         console.print(f"  {line}", highlight=False, markup=False)
     env = record.get("environment") or {}
     if env:

@@ -21,7 +21,7 @@ class Finding:
 
     Attributes:
         kind: ``idle``, ``underused``, ``input-bound``, ``rightsizing``,
-            ``location``, ``precision`` or ``duty-cycle``.
+            ``location``, ``precision``, ``duty-cycle`` or ``low-mfu``.
         severity: ``high``, ``medium``, ``low`` or ``info``.
         title: One line.
         evidence: What the data shows, in words.

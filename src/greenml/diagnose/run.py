@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from greenml.diagnose import input_bound, practice, rightsizing, utilization
+from greenml.diagnose import input_bound, mfu, practice, rightsizing, utilization
 from greenml.diagnose.findings import Diagnosis, Finding, severity_of
 from greenml.diagnose.scaling import analyze_scaling, comm_compute_split, scaling_point
 from greenml.diagnose.stragglers import by_rank, find_stragglers
@@ -80,6 +80,7 @@ def diagnose_run(
     if gpus:
         findings += _gpu_findings(store, record, timeline, gpus, idle_below, notes)
     findings += _maybe(practice.location_finding(record, list(candidates or [])))
+    findings += _maybe(mfu.mfu_finding(record))
     stored_windows = store.windows(run_id)
     findings += _maybe(straggler_finding(stored_windows))
     findings += _maybe(communication_finding(stored_windows))

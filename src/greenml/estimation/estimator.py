@@ -38,6 +38,7 @@ from greenml.estimation.uncertainty import Spread, spread_of
 
 if TYPE_CHECKING:
     from greenml.accounting.equivalences import Equivalence
+    from greenml.accounting.footprint import Footprint
     from greenml.accounting.intensity import IntensitySource
     from greenml.accounting.pue import Pue
     from greenml.hardware.gpu import GpuSpec
@@ -65,6 +66,8 @@ class Estimate:
         equivalences: Everyday equivalences of the CO2eq and the energy.
         notes: What the reader should know (e.g. carbon unknown and how to fix it).
         spread: How far the figures may be off (see :mod:`greenml.estimation.uncertainty`).
+        footprint: The ``carbon_market``, ``water`` and ``embodied`` blocks
+            (:mod:`greenml.accounting.footprint`), as a run record holds them.
     """
 
     mode: str
@@ -84,6 +87,12 @@ class Estimate:
     equivalences: tuple[Equivalence, ...]
     notes: tuple[str, ...] = ()
     spread: Spread | None = None
+    footprint: dict[str, Any] | None = None
+
+    def _footprint_figure(self, key: str, field: str, scale: float) -> float | None:
+        block = (self.footprint or {}).get(key) or {}
+        value = block.get(field)
+        return None if value is None else float(value) * scale
 
     @property
     def energy_kwh(self) -> float:
@@ -109,6 +118,9 @@ class Estimate:
             "it_energy_mwh": self.it_energy_mwh,
             "facility_energy_mwh": self.energy_mwh,
             "co2_t": self.co2_t,
+            "co2_market_t": self._footprint_figure("carbon_market", "kg", 1e-3),
+            "water_l": self._footprint_figure("water", "litres", 1.0),
+            "embodied_co2_t": self._footprint_figure("embodied", "kg", 1e-3),
             "cost_usd": self.cost_usd,
             "device_hours": self.device_hours,
             "wall_hours": self.wall_hours,
@@ -124,6 +136,7 @@ class Estimate:
             "notes": list(self.notes),
             "method": "estimated",
             **(self.spread.to_json() if self.spread is not None else {}),
+            **(self.footprint or {}),
         }
 
 
@@ -145,6 +158,7 @@ def estimate(
     price: float | None = None,
     trials: int = 1,
     at: datetime | None = None,
+    footprint: Footprint | None = None,
 ) -> Estimate:
     """Estimate a job that was not measured.
 
@@ -169,6 +183,8 @@ def estimate(
         price: Electricity price in US dollars per kWh of facility energy.
         trials: Times the whole job runs (a hyperparameter search).
         at: When the job ran, for an intensity source (default: now).
+        footprint: Market-based declarations, WUE and place (default: nothing
+            declared, the stated WUE default, no place).
 
     Raises:
         ConfigError: Bad or conflicting input, unknown GPU (with the closest
@@ -216,6 +232,9 @@ def estimate(
         power_given=power_w is not None, mode=mode, mfu_given=mfu is not None,
         intensity_rel=_intensity_rel(intensity, source, wall_h * 3600.0),
     )  # fmt: skip
+    when = at or datetime.now(timezone.utc)
+    blocks = _footprint(footprint, spec.name, device_hours, it_j, energy_j, co2_g, intensity,
+                        source, spread.co2_rel, when.year)  # fmt: skip
     return Estimate(
         mode=mode,
         gpu=spec,
@@ -234,7 +253,26 @@ def estimate(
         equivalences=tuple(equivalences(co2_g, energy_j)),
         notes=() if co2_g is not None else (_unknown_note(source),),
         spread=spread,
+        footprint=blocks,
     )
+
+
+def _footprint(
+    footprint: Footprint | None, gpu: str, device_hours: float, it_j: float, energy_j: float,
+    co2_g: float | None, intensity: float | None, source: str, co2_rel: float | None, year: int,
+) -> dict[str, Any]:  # fmt: skip
+    """The market-based, water and embodied blocks of an estimate."""
+    from greenml.accounting.footprint import Footprint
+    from greenml.accounting.water import DEFAULT_WUE
+
+    chosen = footprint or Footprint(None, DEFAULT_WUE)
+    carbon: dict[str, Any] = {"status": "ok" if co2_g is not None else "unknown",
+                              "kg": None if co2_g is None else co2_g / 1000,
+                              "facility_energy_kwh": energy_j / J_PER_KWH,
+                              "intensity_g_per_kwh": intensity, "source": source,
+                              "uncertainty_rel": co2_rel}  # fmt: skip
+    return chosen.blocks(it_kwh=it_j / J_PER_KWH, carbon=carbon, devices=[(gpu, device_hours)],
+                         machine_hours=device_hours, year=year, strict=True)  # fmt: skip
 
 
 def _mode(

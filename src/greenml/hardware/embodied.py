@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import csv
 import functools
+import math
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from greenml.errors import ConfigError
 from greenml.hardware.gpu import gpu_spec
@@ -98,3 +100,123 @@ def embodied_for_gpu(name: str) -> tuple[EmbodiedItem | None, EmbodiedItem | Non
     gpu = next((i for i in _load() if i.kind == "gpu" and canonical in i.gpus), None)
     host = next((i for i in _load() if i.kind == "host" and canonical in i.gpus), None)
     return gpu, host
+
+
+CLASS_NOTE = (
+    "class estimate: no published figure for this GPU model, so the cited figure of a "
+    "data-centre GPU of the same class (the A100's) is used; ±100 %"
+)
+UNCERTAINTY_REL = {"given": 0.0, "model": 0.5, "class": 1.0}
+"""Relative uncertainty of a term by its basis: LCA estimates of one model spread about
+±50 % between studies; a class figure applied to another model, about ±100 %."""
+
+
+@dataclass(frozen=True)
+class Embodied:
+    """One amortized term: ``TE × (TiR / EL) × (RR / ToR)``, kg and hours (SCI's M).
+
+    ``basis``: ``model`` (a cited figure for this GPU), ``class`` (a cited figure of
+    another GPU of its class, labelled) or ``given`` (``--embodied-kg``).
+    """
+
+    item: str
+    te_kg: float
+    source: str
+    tir_h: float
+    el_h: float
+    rr: float
+    tor: float
+    basis: str = "model"
+
+    @property
+    def m_kg(self) -> float:
+        return self.te_kg * (self.tir_h / self.el_h) * (self.rr / self.tor)
+
+
+def amortize(
+    devices: list[tuple[str, float]],
+    *,
+    embodied_kg: float | None = None,
+    lifetime_years: float = DEFAULT_LIFETIME_YEARS,
+    machine_hours: float = 0.0,
+    by_class: bool = False,
+) -> tuple[list[Embodied], list[str]]:
+    """The embodied terms of GPUs used for some hours, and what could not be included.
+
+    Args:
+        devices: (GPU name, hours used) per device.
+        embodied_kg: A figure per GPU (per machine without GPU) given by the user.
+        lifetime_years: Expected lifespan EL.
+        machine_hours: Hours of a machine without GPU (``embodied_kg`` applies to it).
+        by_class: For a GPU without a cited figure, use the class figure (labelled).
+    """
+    el_h = lifetime_years * HOURS_PER_YEAR
+    given = "given by the user (--embodied-kg)"
+    if embodied_kg is not None:
+        if devices:
+            hours = sum(h for _, h in devices)
+            names = ", ".join(dict.fromkeys(n for n, _ in devices))
+            return [Embodied(f"each GPU ({names})", embodied_kg, given, hours, el_h, 1, 1,
+                             "given")], []  # fmt: skip
+        return [Embodied("the machine", embodied_kg, given, machine_hours, el_h, 1, 1,
+                         "given")], []  # fmt: skip
+    if not devices:
+        return [], ["no cited embodied figure for CPU-only machines: pass --embodied-kg"]
+    terms: list[Embodied] = []
+    missing: list[str] = []
+    for name, hours in devices:
+        gpu, host = embodied_for_gpu(name)
+        if gpu is None:
+            reference = _class_reference() if by_class else None
+            if reference is None:
+                missing.append(f"no cited embodied figure for {name}: pass --embodied-kg")
+                continue
+            source = f"{CLASS_NOTE}: {reference.source}"
+            terms.append(Embodied(f"{name} (class: data-centre GPU)", reference.kg, source,
+                                  hours, el_h, 1, 1, "class"))  # fmt: skip
+            missing.append(f"host server of {name}: no cited figure, not included")
+            continue
+        terms.append(Embodied(gpu.item, gpu.kg, gpu.source, hours, el_h, 1, 1))
+        if host is None or not host.gpus_per_host:
+            missing.append(f"host server of {name}: no cited figure, not included")
+        else:
+            terms.append(
+                Embodied(host.item, host.kg, host.source, hours, el_h, 1, host.gpus_per_host)
+            )
+    return terms, missing
+
+
+def embodied_block(
+    devices: list[tuple[str, float]],
+    *,
+    embodied_kg: float | None = None,
+    lifetime_years: float = DEFAULT_LIFETIME_YEARS,
+    machine_hours: float = 0.0,
+    lifetime_source: str = LIFETIME_SOURCE,
+) -> dict[str, Any]:
+    """The ``embodied`` block of a run record or an estimate (class figures allowed, labelled)."""
+    terms, missing = amortize(devices, embodied_kg=embodied_kg, lifetime_years=lifetime_years,
+                              machine_hours=machine_hours, by_class=True)  # fmt: skip
+    block: dict[str, Any] = {
+        "kg": None, "status": "unknown", "method": "amortized",
+        "formula": "device-hours × embodied kg ÷ lifetime hours (SCI's M)",
+        "lifetime_years": lifetime_years, "lifetime_source": lifetime_source,
+    }  # fmt: skip
+    if terms:
+        kg = sum(t.m_kg for t in terms)
+        spread = math.hypot(*(t.m_kg * UNCERTAINTY_REL[t.basis] for t in terms))
+        block.update(
+            kg=kg, status="ok", uncertainty_rel=spread / kg if kg > 0 else 0.0,
+            basis="+".join(dict.fromkeys(t.basis for t in terms)),
+            terms=[{"item": t.item, "basis": t.basis, "te_kg": t.te_kg, "hours": t.tir_h,
+                    "lifetime_h": t.el_h, "share": t.rr / t.tor, "kg": t.m_kg,
+                    "source": t.source} for t in terms],
+        )  # fmt: skip
+    if missing:
+        block["missing"] = missing
+    return block
+
+
+def _class_reference() -> EmbodiedItem | None:
+    """The cited figure a GPU of the data-centre class falls back to (the first GPU row)."""
+    return next((i for i in _load() if i.kind == "gpu"), None)

@@ -11,6 +11,9 @@ far) added to its ``logs``: the Trainer's ``state.log_history``, its printer, an
 after this one receive them. (transformers puts its ``report_to`` loggers before the
 user's callbacks; ``log_to`` sends the same figures to those trackers directly.)
 
+``GreenmlTrainerCallback(flops=100)`` also counts FLOPs on every 100th step
+(:class:`~greenml.measure.flops.FlopSampler`): ``callback.flops``.
+
 A step is an optimizer step (``on_step_begin``/``on_step_end``; with gradient
 accumulation it spans several batches). The original power limits are
 restored at the end of training; transformers has no hook for a failed run,

@@ -9,6 +9,9 @@
 Each epoch also logs ``greenml/energy_kwh`` and ``greenml/co2_kg`` (training so far)
 through ``pl_module.log``, so every logger of the Trainer receives them.
 
+``GreenmlCallback(flops=100)`` also counts FLOPs on every 100th step
+(:class:`~greenml.measure.flops.FlopSampler`): ``callback.flops``.
+
 Works with ``pytorch_lightning`` and with the unified ``lightning`` package.
 Steps are training batches (``on_train_batch_start``/``_end``). The original
 power limits are restored when training ends or fails.
@@ -55,7 +58,7 @@ class GreenmlCallback(WindowsCallback, Callback):  # type: ignore[misc]
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
-        self.windows.step_end()
+        self.windows.step_end(samples=batch_size(batch))
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         self.windows.epoch_end()
@@ -70,3 +73,13 @@ class GreenmlCallback(WindowsCallback, Callback):  # type: ignore[misc]
 
     def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
         self.windows.stop()
+
+
+def batch_size(batch: Any) -> float | None:
+    """Samples in a batch: the first dimension of its (first) tensor; None if none is found."""
+    if isinstance(batch, dict):
+        batch = next(iter(batch.values()), None)
+    if isinstance(batch, (list, tuple)) and batch:
+        batch = batch[0]
+    shape = getattr(batch, "shape", None)
+    return float(shape[0]) if shape is not None and len(shape) > 0 else None

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from greenml.measure.flops import FlopSampler
 from greenml.measure.measurement import Measurement
 from greenml.measure.meter import Meter
 from greenml.optimize.power_limit import PowerLimitOptimizer
@@ -34,6 +35,7 @@ class TrainingWindows:
     def __init__(
         self, meter: Any | None, power_limit: Any, keep_steps: int, sync_execution: bool,
         log_to: Sequence[Any] = (), run: Any | None = None, run_name: str | None = None,
+        flops: Any = False,
     ) -> None:  # fmt: skip
         self.meter = meter
         self.run = run
@@ -41,6 +43,7 @@ class TrainingWindows:
         self.co2_kg: float | None = None
         self._log_to, self._run_name = list(log_to), run_name
         self._own_run = False
+        self.flops = _flop_sampler(flops)
         self.optimizer: Any | None = None
         self.measurements: list[Measurement] = []
         self.steps_measured = 0
@@ -75,8 +78,12 @@ class TrainingWindows:
         if self.optimizer is not None:
             self.optimizer.on_step_begin()
         self._begin(STEP)
+        if self.flops is not None:
+            self.flops.step_begin()
 
-    def step_end(self) -> None:
+    def step_end(self, samples: float | None = None) -> None:
+        if self.flops is not None:
+            self.flops.step_end(samples=samples)
         m = self._end(STEP)
         if m is not None:
             self.steps_measured += 1
@@ -126,6 +133,9 @@ class TrainingWindows:
         if not self._started:
             return
         self._started = False
+        if self.flops is not None:
+            self.flops.step_abort()  # a step left open by a failure is not counted
+            self.flops.publish()  # to ``greenml run``, if it runs this program
         for name in list(self._open):
             self._end(name)
         try:
@@ -164,6 +174,16 @@ class TrainingWindows:
         return measurement
 
 
+def _flop_sampler(flops: Any) -> FlopSampler | None:
+    """``flops``: False/None (no counting), True (every 100th step), N (every N-th) or a
+    :class:`~greenml.measure.flops.FlopSampler`."""
+    if flops is None or flops is False:
+        return None
+    if isinstance(flops, FlopSampler):
+        return flops
+    return FlopSampler() if flops is True else FlopSampler(every=flops)
+
+
 class WindowsCallback:
     """The framework-independent half of a greenml training callback (a mixin).
 
@@ -182,6 +202,8 @@ class WindowsCallback:
             is started for training (unless one is open) and logs the epochs to them.
         run: The ``greenml.Run`` to join; the innermost open one by default.
         run_name: Name of the run started for ``log_to``.
+        flops: Count FLOPs on sampled steps: True (every 100th), N (every N-th)
+            or a FlopSampler; :attr:`flops` then gives FLOPs and MFU.
     """
 
     def __init__(
@@ -193,10 +215,11 @@ class WindowsCallback:
         log_to: Sequence[Any] = (),
         run: Any | None = None,
         run_name: str | None = None,
+        flops: Any = False,
     ) -> None:
         super().__init__()
         self.windows = TrainingWindows(
-            meter, power_limit, keep_steps, sync_execution, log_to, run, run_name
+            meter, power_limit, keep_steps, sync_execution, log_to, run, run_name, flops
         )
 
     @property
@@ -208,6 +231,11 @@ class WindowsCallback:
     def optimizer(self) -> Any | None:
         """The PowerLimitOptimizer once training started, else None."""
         return self.windows.optimizer
+
+    @property
+    def flops(self) -> dict[str, Any] | None:
+        """FLOPs counted so far (:meth:`FlopSampler.totals`); None without ``flops=``."""
+        return None if self.windows.flops is None else self.windows.flops.totals()
 
     def close(self) -> None:
         """Close open windows and restore the power limits (safe to call twice)."""

@@ -130,8 +130,12 @@ def _flops(runs: RunSet, given: float | None) -> dict[str, Any]:
             "flops_source": "given by the provider (--flops)",
             "flops_known_runs": len(runs.records),
         }
-    total, known = 0.0, 0
+    total, counted, tagged = 0.0, 0, 0
     for record in runs.records:
+        block = record.get("flops") or {}
+        if block.get("method") == "counted" and isinstance(block.get("flops"), (int, float)):
+            total, counted = total + float(block["flops"]), counted + 1
+            continue
         text = (record.get("tags") or {}).get("flops")
         if text is None:
             continue
@@ -139,20 +143,30 @@ def _flops(runs: RunSet, given: float | None) -> dict[str, Any]:
             value = float(str(text).replace("_", ""))
         except ValueError:
             raise ConfigError(f"run {record['id']}: tag flops={text!r} is not a number") from None
-        total, known = total + value, known + 1
+        total, tagged = total + value, tagged + 1
+    known = counted + tagged
     if not known:
         return {
             "flops": None,
-            "flops_source": "unknown: no --flops and no flops=… tag on the runs",
+            "flops_source": "unknown: no --flops, no counted FLOPs and no flops=… tag on the runs",
             "flops_known_runs": 0,
         }
     coverage = (
         "" if known == len(runs.records) else f"; known for {known} of {len(runs.records)} runs"
     )
+    parts = []
+    if counted:
+        parts.append(f"counted in {counted} run{'s' if counted > 1 else ''} "
+                     "(PyTorch FlopCounterMode on sampled steps)")  # fmt: skip
+    if tagged:
+        parts.append(f"given by flops tags on {tagged} run{'s' if tagged > 1 else ''}")
+    source = "sum of the runs' flops tags" if not counted else "sum of FLOPs " + " and ".join(parts)
     return {
         "flops": total,
-        "flops_source": f"sum of the runs' flops tags{coverage}",
+        "flops_source": f"{source}{coverage}",
         "flops_known_runs": known,
+        "flops_counted_runs": counted,
+        "flops_given_runs": tagged,
     }
 
 

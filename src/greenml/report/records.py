@@ -131,3 +131,17 @@ def label(record: dict[str, Any]) -> str:
     """Short label of a run for tables and figures: ``name (id)`` or the id."""
     name = record.get("name")
     return f"{name} ({record['id'][:8]})" if name else str(record["id"])
+
+
+def block_figure(record: dict[str, Any], key: str, field: str) -> tuple[float, float] | Missing:
+    """A figure of an optional block (``carbon_market.kg``, ``water.litres``, ``embodied.kg``)
+    and its absolute uncertainty, or why it is unknown (an older record has no such block)."""
+    block = record.get(key)
+    if not isinstance(block, dict):
+        return Missing(record["id"], "unknown", f"no {key} block (recorded by an older greenml)")
+    value = block.get(field)
+    if value is None or block.get("status", "ok") not in ("ok", "partial"):
+        missing = "; ".join(block.get("missing") or [])
+        reason = str(block.get("reason") or block.get("hint") or missing)
+        return Missing(record["id"], str(block.get("status", "unknown")), reason)
+    return float(value), float(value) * float(block.get("uncertainty_rel") or 0.0)

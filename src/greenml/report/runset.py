@@ -98,6 +98,12 @@ class RunSet:
         self.components: dict[str, tuple[float, float]] = {}
         self.intensities: list[dict[str, Any]] = []
         self.pues: list[dict[str, Any]] = []
+        self.carbon_market = Total()
+        self.embodied = Total()
+        self.water = Total()
+        self.offsets_kg = 0.0
+        self.flops = Total()
+        self.flops_methods: dict[str, int] = {}  # counted / given → runs
         for record in self.records:
             self._add(record)
 
@@ -134,6 +140,26 @@ class RunSet:
         else:
             _add(self.cost, run_id, cost, 0.0)
         self._add_hardware(record)
+        self._add_footprint(record)
+
+    def _add_footprint(self, record: dict[str, Any]) -> None:
+        """Market-based and embodied carbon, water: apart from the location-based total."""
+        for total, key, name in ((self.carbon_market, "carbon_market", "kg"),
+                                 (self.embodied, "embodied", "kg"),
+                                 (self.water, "water", "litres")):  # fmt: skip
+            figure = rec.block_figure(record, key, name)
+            if isinstance(figure, Missing):
+                total.missing.append(figure)
+            else:
+                _add(total, record["id"], *figure)
+        self.offsets_kg += float((record.get("carbon_market") or {}).get("offsets_kg") or 0.0)
+        work = rec.block_figure(record, "flops", "flops")
+        if isinstance(work, Missing):
+            self.flops.missing.append(work)
+        else:
+            _add(self.flops, record["id"], *work)
+            method = str((record.get("flops") or {}).get("method") or "given")
+            self.flops_methods[method] = self.flops_methods.get(method, 0) + 1
 
     def _add_hardware(self, record: dict[str, Any]) -> None:
         seconds = rec.duration_s(record) or 0.0
@@ -231,7 +257,21 @@ class RunSet:
             "cpus": self.cpus,
             "method_shares": self.method_shares(),
             "component_energy_kwh": {c: j / kwh for c, (j, _u) in self.components.items()},
+            "co2eq_market_kg": _known(self.carbon_market),
+            "co2eq_market_known_runs": len(self.carbon_market.known),
+            "co2eq_embodied_kg": _known(self.embodied),
+            "co2eq_embodied_known_runs": len(self.embodied.known),
+            "water_l": _known(self.water),
+            "water_known_runs": len(self.water.known),
+            "offsets_kg_not_subtracted": self.offsets_kg,
+            "flops": _known(self.flops),
+            "flops_known_runs": len(self.flops.known),
+            "flops_methods": self.flops_methods,
         }
+
+
+def _known(total: Total) -> float | None:
+    return total.value if total.known else None
 
 
 def _add(total: Total, run_id: str, value: float, uncertainty: float) -> None:

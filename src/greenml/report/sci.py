@@ -26,9 +26,9 @@ from datetime import datetime, timezone
 from greenml.errors import ConfigError
 from greenml.hardware.embodied import (
     DEFAULT_LIFETIME_YEARS,
-    HOURS_PER_YEAR,
     LIFETIME_SOURCE,
-    embodied_for_gpu,
+    Embodied,
+    amortize,
 )
 from greenml.report import prose
 from greenml.report import sigfig as fmt
@@ -39,23 +39,6 @@ J_PER_KWH = 3.6e6
 WHOLE_UNITS = frozenset({"training run", "training", "job", "experiment", "model", "search"})
 """Functional units that the whole run set is one of, when ``--units`` is not given."""
 _LEADING_NUMBER = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s+(\S.*?)\s*$")
-
-
-@dataclass(frozen=True)
-class Embodied:
-    """One term of M: ``TE × (TiR / EL) × (RR / ToR)``, kg and hours."""
-
-    item: str
-    te_kg: float
-    source: str
-    tir_h: float
-    el_h: float
-    rr: float
-    tor: float
-
-    @property
-    def m_kg(self) -> float:
-        return self.te_kg * (self.tir_h / self.el_h) * (self.rr / self.tor)
 
 
 @dataclass(frozen=True)
@@ -103,33 +86,10 @@ def functional_unit(per: str, units: float | None, runs: int) -> FunctionalUnit:
 def embodied_terms(
     runs: RunSet, embodied_kg: float | None, lifetime_years: float
 ) -> tuple[list[Embodied], list[str]]:
-    """The terms of M, and what could not be included (one sentence each)."""
-    el_h = lifetime_years * HOURS_PER_YEAR
-    given = "given by the user (--embodied-kg)"
-    if embodied_kg is not None:
-        if runs.devices:
-            hours = sum(d.hours for d in runs.devices.values())
-            gpus = ", ".join(runs.devices)
-            return [Embodied(f"each GPU ({gpus})", embodied_kg, given, hours, el_h, 1, 1)], []
-        return [
-            Embodied("the machine", embodied_kg, given, runs.run_seconds / 3600, el_h, 1, 1)
-        ], []
-    if not runs.devices:
-        return [], ["no cited embodied figure for CPU-only machines: pass --embodied-kg"]
-    terms, missing = [], []
-    for use in runs.devices.values():
-        gpu, host = embodied_for_gpu(use.name)
-        if gpu is None:
-            missing.append(f"no cited embodied figure for {use.name}: pass --embodied-kg")
-            continue
-        terms.append(Embodied(gpu.item, gpu.kg, gpu.source, use.hours, el_h, 1, 1))
-        if host is None or not host.gpus_per_host:
-            missing.append(f"host server of {use.name}: no cited figure, not included")
-        else:
-            terms.append(
-                Embodied(host.item, host.kg, host.source, use.hours, el_h, 1, host.gpus_per_host)
-            )
-    return terms, missing
+    """The terms of M, and what could not be included (one sentence each); cited figures only."""
+    devices = [(use.name, use.hours) for use in runs.devices.values()]
+    return amortize(devices, embodied_kg=embodied_kg, lifetime_years=lifetime_years,
+                    machine_hours=runs.run_seconds / 3600)  # fmt: skip
 
 
 def build(

@@ -92,6 +92,7 @@ def statement_paragraph(runs: RunSet) -> str:
             " Its carbon emissions are unknown: no carbon intensity was recorded for any run "
             "(greenml run --zone, --region, --country or --ci sets one)."
         )
+    text += footprint_sentence(runs)
     text += f" Energy was measured with {prose.tool()}: {prose.methods(runs)}."
     found = {e.key: e for e in _equivalences(runs)}
     car, phone = found.get("passenger_car_years"), found.get("smartphone_charges")
@@ -100,6 +101,24 @@ def statement_paragraph(runs: RunSet) -> str:
             f" This is about the emissions of {fmt.sig(phone.value, 2)} {phone.label} or "
             f"{fmt.sig(car.value, 2)} {car.label} (US EPA factors)."
         )
+    return text
+
+
+def footprint_sentence(runs: RunSet) -> str:
+    """Market-based and embodied carbon and water, reported beside (never in) the CO2eq above."""
+    said = []
+    if runs.carbon_market.known:
+        said.append(f"{fmt.co2(runs.carbon_market.value, 2)} market-based (GHG Protocol Scope 2; "
+                    "reported beside, not instead of, the location-based figure)")  # fmt: skip
+    if runs.embodied.known:
+        said.append(f"{fmt.co2(runs.embodied.value, 2)} embodied in the hardware (amortized)")
+    if runs.water.known:
+        said.append(f"{fmt.sig(runs.water.value, 2)} L of water (cooling and generation)")
+    if not said:
+        return ""
+    text = " It also accounts for " + "; ".join(said) + "."
+    if runs.offsets_kg:
+        text += f" Offsets of {fmt.co2(runs.offsets_kg, 2)} are held and not subtracted."
     return text
 
 
@@ -126,6 +145,7 @@ def key_figures(runs: RunSet) -> Table:
             carbon.coverage() or ("all runs" if carbon.known else "no intensity recorded"),
         ],
         ["Carbon intensity", prose.intensity(runs), "", "energy-weighted over runs with carbon"],
+        *footprint_rows(runs),
         [
             "Cost (electricity or instance)",
             fmt.usd(runs.cost.value) if runs.cost.known else "unknown",
@@ -144,6 +164,37 @@ def key_figures(runs: RunSet) -> Table:
         ["Tool", prose.tool(), "", ""],
     ]
     return Table(["quantity", "value", "uncertainty", "note"], rows, note=prose.UNCERTAINTY_NOTE)
+
+
+def footprint_rows(runs: RunSet) -> list[list[str]]:
+    """Market-based and embodied CO2eq and water, each apart from the location-based CO2eq."""
+    rows = []
+    for label, total, unit, note in (
+        ("CO2eq, market-based (scope 2)", runs.carbon_market, "kg",
+         "certificates, supplier factor or provider CFE; never mixed with the row above"),
+        ("CO2eq, embodied (amortized)", runs.embodied, "kg",
+         "device-hours × embodied kg ÷ lifetime hours"),
+        ("Water (on-site + off-site)", runs.water, "L", "WUE × IT energy + grid water × facility"),
+    ):  # fmt: skip
+        if not total.known:
+            rows.append([label, "unknown", "", total.coverage() or "not recorded"])
+            continue
+        value = fmt.co2(total.value, 3) if unit == "kg" else f"{fmt.sig(total.value, 3)} L"
+        rows.append([label, value, fmt.percent(total.uncertainty_rel), total.coverage() or note])
+    if runs.offsets_kg:
+        rows.append(["Offsets held", fmt.co2(runs.offsets_kg, 3), "",
+                     "listed apart, never subtracted"])  # fmt: skip
+    if runs.flops.known:
+        how = ", ".join(f"{m} in {n} run{'s' if n > 1 else ''}"
+                        for m, n in sorted(runs.flops_methods.items()))  # fmt: skip
+        note = runs.flops.coverage() or how
+        rows.append(["Work done (FLOPs)", fmt.scientific(runs.flops.value, 3),
+                     fmt.percent(runs.flops.uncertainty_rel), note])  # fmt: skip
+        kwh = runs.it_energy.value / 3.6e6
+        if kwh > 0 and not runs.flops.missing:
+            rows.append(["FLOPs per kWh (IT)", fmt.scientific(runs.flops.value / kwh, 3), "",
+                         "work per unit of energy at the devices"])  # fmt: skip
+    return rows
 
 
 def equivalence_table(runs: RunSet) -> Table:

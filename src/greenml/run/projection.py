@@ -222,6 +222,7 @@ class ProgressTracker:
         self.usd_per_kwh = usd_per_kwh
         self.latest: Projection | None = None
         self.windows: list[Any] = []  # Measurements named NAME/rankR
+        self.flops: dict[int, dict[str, Any]] = {}  # the latest ``flops`` event per rank
         self.windows_dropped = 0
         self._reader = EventReader(path) if path is not None else None
         self._bad_given = 0
@@ -250,6 +251,8 @@ class ProgressTracker:
                     if total is not None:
                         self._total[rank] = total
                     changed = True
+                elif ev["kind"] == "flops":
+                    self.flops[int(ev.get("rank", 0))] = dict(ev)
                 elif ev["kind"] == "window":
                     if len(self.windows) < self._max_windows:
                         self.windows.append(window_measurement(ev))

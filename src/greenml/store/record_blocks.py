@@ -1,4 +1,5 @@
-"""The optional blocks of a run record: carbon, cost, progress, schedule, job, device provenance.
+"""The optional blocks of a run record: carbon (location- and market-based), cost, water,
+embodied carbon, work done (FLOPs), progress, schedule, job, device provenance.
 
 Each block is written by one part of greenml (accounting, the progress
 tracker, ``greenml run --when green``, the recorder); see
@@ -229,6 +230,146 @@ class JobBlock(Block):
     expected_nodes_source: str | None = None
     pod: str | None = None
     namespace: str | None = None
+@dataclass(frozen=True, kw_only=True)
+class MarketPart(Block):
+    """One share of the energy priced by one market instrument (``carbon_market.parts``)."""
+
+    basis: str = field(default="", metadata=REQUIRED)
+    kwh: float = field(default=0.0, metadata=REQUIRED)
+    g_per_kwh: float = field(default=0.0, metadata=REQUIRED)
+    kg: float = field(default=0.0, metadata=REQUIRED)
+    source: str = field(default="", metadata=REQUIRED)
+    uncertainty_rel: float = field(default=0.0, metadata=meta(minimum=0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CertificateClaim(Block):
+    """Certificates or a PPA the user declared (``carbon_market.certificates``)."""
+
+    kind: str | None = None
+    vintage: int | None = None
+    share: float | None = field(default=None, metadata=meta(minimum=0, maximum=1))
+    kwh: float | None = field(default=None, metadata=meta(minimum=0))
+    covered_kwh: float | None = field(default=None, metadata=meta(minimum=0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetClaim(Block):
+    """An offset the user holds: listed, never subtracted (``carbon_market.offsets``)."""
+
+    kg: float | None = field(default=None, metadata=meta(minimum=0))
+    kind: str | None = None
+    vintage: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CarbonMarketBlock(Block):
+    """Market-based emissions (GHG Protocol Scope 2), beside and never mixed with ``carbon``."""
+
+    status: str | None = None
+    kg: float | None = field(default=None, metadata=REQUIRED)  # null: not known (see status)
+    scope: str | None = None
+    basis: str | None = None
+    intensity_g_per_kwh: float | None = None
+    energy_kwh: float | None = None
+    method: str | None = None
+    uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    parts: list[MarketPart] | None = None
+    certificates: list[CertificateClaim] | None = None
+    offsets: list[OffsetClaim] | None = None
+    offsets_kg: float | None = None
+    offsets_note: str | None = None
+    notes: list[str] | None = None
+    hint: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaterBlock(Block):
+    """Water consumed: on-site (WUE × IT energy) and off-site (generation), in litres."""
+
+    status: str | None = None
+    litres: float | None = field(default=None, metadata=REQUIRED)
+    onsite_l: float | None = None
+    offsite_l: float | None = None
+    wue_l_per_kwh: float | None = None
+    wue_source: str | None = None
+    onsite_uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    ewif_l_per_kwh: float | None = None
+    offsite_source: str | None = None
+    offsite_uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    offsite_reason: str | None = None
+    uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    method: str | None = None
+    note: str | None = None
+    note_energy: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbodiedTerm(Block):
+    """One device's share of its embodied emissions (``embodied.terms``)."""
+
+    item: str = field(default="", metadata=REQUIRED)
+    basis: str = field(default="", metadata=REQUIRED)
+    te_kg: float = field(default=0.0, metadata=REQUIRED)
+    hours: float = field(default=0.0, metadata=REQUIRED)
+    lifetime_h: float = field(default=0.0, metadata=REQUIRED)
+    share: float = field(default=0.0, metadata=REQUIRED)
+    kg: float = field(default=0.0, metadata=REQUIRED)
+    source: str = field(default="", metadata=REQUIRED)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbodiedBlock(Block):
+    """Embodied (manufacturing) emissions amortized over the run's device-hours."""
+
+    status: str | None = None
+    kg: float | None = field(default=None, metadata=REQUIRED)
+    method: str | None = None
+    formula: str | None = None
+    basis: str | None = None
+    lifetime_years: float | None = None
+    lifetime_source: str | None = None
+    uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    terms: list[EmbodiedTerm] | None = None
+    missing: list[str] | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlopsWindow(Block):
+    """FLOPs of one window name (``flops.windows``): per step, steps taken, steps counted."""
+
+    flops_per_step: float | None = None
+    steps: int | None = None
+    sampled_steps: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlopsBlock(Block):
+    """Work done: FLOPs counted on sampled steps (or given), FLOP/s, MFU, per joule, per sample."""
+
+    status: str | None = None
+    flops: float | None = field(default=None, metadata=REQUIRED)  # null: see reason
+    method: str | None = None
+    source: str | None = None
+    steps: int | None = None
+    sampled_steps: int | None = None
+    uncertainty_rel: float | None = field(default=None, metadata=meta(minimum=0))
+    counter_overhead_s: float | None = None
+    flops_per_s: float | None = None
+    flops_per_j: float | None = None
+    samples: float | None = None
+    j_per_sample: float | None = None
+    precision: str | None = None
+    precision_source: str | None = None
+    peak_flops_per_s: float | None = None
+    peak_source: str | None = None
+    mfu: float | None = None
+    mfu_reason: str | None = None
+    reason: str | None = None
+    windows: dict[str, FlopsWindow] | None = None
 
 
 EXTRA_BLOCKS: dict[str, Any] = {
@@ -238,5 +379,9 @@ EXTRA_BLOCKS: dict[str, Any] = {
     "progress": ProgressBlock,
     "schedule": ScheduleBlock,
     "job": JobBlock,
+    "carbon_market": CarbonMarketBlock,
+    "water": WaterBlock,
+    "embodied": EmbodiedBlock,
+    "flops": FlopsBlock,
 }
 """The record keys outside the core that greenml itself writes, and their types."""

@@ -7,7 +7,9 @@ returns its :meth:`~greenml.store.codec.Block.to_dict`, the JSON object that
 Versions (``schema_version``):
 
 1. records written before the version was kept (no ``schema_version`` key);
-2. the same blocks, with ``schema_version`` stored in the record.
+2. the same blocks, with ``schema_version`` stored in the record;
+3. adds the optional ``carbon_market``, ``water``, ``embodied`` and ``flops`` blocks
+   (a version-2 record reads as before: absent blocks stay absent).
 
 A record reads back to exactly the dict it was stored as, so records ledgered
 by any version keep their hash. The JSON Schema of the record is generated
@@ -22,15 +24,19 @@ from typing import Literal
 from greenml.store.codec import REQUIRED, Block, meta
 from greenml.store.record_blocks import (
     CarbonBlock,
+    CarbonMarketBlock,
     CostBlock,
     DeviceProvenance,
+    EmbodiedBlock,
+    FlopsBlock,
     JobBlock,
     Method,
     ProgressBlock,
     ScheduleBlock,
+    WaterBlock,
 )
 
-RECORD_SCHEMA_VERSION = 2
+RECORD_SCHEMA_VERSION = 3
 """The version of the records this greenml writes."""
 
 RunStatus = Literal["running", "completed", "failed", "interrupted", "incomplete"]
@@ -180,6 +186,10 @@ class RunRecord(Block):
     schedule: ScheduleBlock | None = None
     job: JobBlock | None = None
     samples_sha256: str | None = field(default=None, metadata=meta(pattern="^[0-9a-f]{64}$"))
+    carbon_market: CarbonMarketBlock | None = None
+    water: WaterBlock | None = None
+    embodied: EmbodiedBlock | None = None
+    flops: FlopsBlock | None = None
 
     def _repr_html_(self) -> str:
         """The key figures and the energy per device, for notebooks."""
