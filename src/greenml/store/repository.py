@@ -25,6 +25,7 @@ from greenml.store.rows import (
     dumps,
     sample_dict,
     sample_row,
+    tag_rows,
     window_dict,
     window_row,
 )
@@ -32,12 +33,21 @@ from greenml.store.run_record import RECORD_SCHEMA_VERSION, RunRecord
 from greenml.store.schema import (
     FINAL_STATUSES,
     advisor_state,
+    run_tags,
     runs,
     sample_blocks,
     samples,
     windows,
 )
 from greenml.store.url import mask_url, resolve_url
+
+
+def tag_filter(key: str, value: str) -> Any:
+    """A WHERE clause: the run carries tag ``key`` = ``value`` (an indexed lookup)."""
+    return runs.c.id.in_(
+        select(run_tags.c.run_id).where(run_tags.c.key == key, run_tags.c.value == value)
+    )
+
 
 _AMBIGUOUS_SHOWN = 10
 
@@ -128,6 +138,8 @@ class Store:
                     extra=dumps({"schema_version": RECORD_SCHEMA_VERSION}),
                 )
             )
+            if tags:
+                conn.execute(run_tags.insert(), tag_rows(run_id, tags))
         return run_id
 
     def heartbeat(self, run_id: str) -> None:
@@ -317,19 +329,16 @@ class Store:
         query = select(runs).order_by(runs.c.started_at.desc(), runs.c.id)
         if name is not None:
             query = query.where(runs.c.name == name)
-        if limit > 0 and not tag:
+        for key, value in (tag or {}).items():  # the tag index (schema 4), not a scan
+            query = query.where(tag_filter(key, value))
+        if limit > 0:
             query = query.limit(limit)
-        out: list[dict[str, Any]] = []
         now = _now()
         with self._read("list runs in") as conn:
-            for row in conn.execute(query).mappings():
-                if tag:
-                    tags = rec.loads(row["tags"], {}, f"tags of run {row['id']}")
-                    if any(tags.get(k) != v for k, v in tag.items()):
-                        continue
-                out.append(rec.summary(row, now=now, hostname=self._hostname))
-                if 0 < limit <= len(out):
-                    break
+            out = [
+                rec.summary(row, now=now, hostname=self._hostname)
+                for row in conn.execute(query).mappings()
+            ]
         for summary in out:  # unfinished: the energy integrated from its samples, as `show` says
             if summary["total_kwh"] is None and summary["status"] in ("running", "incomplete"):
                 energy = self.get_record(summary["id"]).get("energy") or {}
