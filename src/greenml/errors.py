@@ -10,6 +10,7 @@ Every error class of the package is defined here::
     ├── WindowError                  a measurement window was misused
     ├── StoreError                   the run store cannot be opened, read or written
     │   ├── RunNotFound              no stored run matches an id or prefix
+    │   ├── RunConflict              a run id is already taken by another project
     │   └── RecordTypeError          a record value has the wrong type (strict reading)
     ├── LedgerError                  the ledger cannot be read, written or exported
     ├── IntensityApiError            a carbon-intensity API failed or answered nonsense
@@ -22,7 +23,9 @@ Every error class of the package is defined here::
     ├── CompressError                a compression technique broke the model: variant failed
     │   └── NotApplicable            the technique does not apply: variant skipped
     ├── BatcherClosed                a request met a closed dynamic batcher
-    └── CacheUnavailable             a cache's store is unreachable (the cache fails open)
+    ├── CacheUnavailable             a cache's store is unreachable (the cache fails open)
+    ├── AccessDenied                 a team-server token is missing, unknown or not allowed
+    └── UploadError                  a run could not be sent to a team server (it waits)
 
 Code that catches one of these names the narrowest class that fits; the CLI
 catches :class:`GreenmlError`. Nothing greenml raises on purpose is a bare
@@ -133,3 +136,32 @@ class RecordTypeError(StoreError):
 
 class CacheUnavailable(GreenmlError):
     """The cache store is unreachable (now, or still backing off after a failure)."""
+
+
+class RunConflict(StoreError):
+    """A run id is already stored for another project of the team server."""
+
+
+class AccessDenied(GreenmlError):
+    """A team-server token is missing, unknown, revoked, or not allowed to do this.
+
+    Attributes:
+        status: The HTTP status the server answers with (401: who are you, 403: not yours).
+    """
+
+    def __init__(self, message: str, status: int = 401) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class UploadError(GreenmlError):
+    """A run could not be sent to a team server; it waits in the spool for the next try.
+
+    Attributes:
+        retry: False when the server refused the run itself (a 4xx): sending it again
+            would not help.
+    """
+
+    def __init__(self, message: str, retry: bool = True) -> None:
+        super().__init__(message)
+        self.retry = retry

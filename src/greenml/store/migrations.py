@@ -33,6 +33,7 @@ from greenml.store.schema import (
     advisor_state,
     projects,
     run_tags,
+    run_uploads,
     runs,
     sample_blocks,
     tokens,
@@ -50,11 +51,11 @@ def _create(*tables: Table) -> Step:
 
 
 def _v3_to_v4(conn: Connection) -> None:
-    """Projects, tokens and the tag index; runs get ``project_id``; tags are indexed."""
+    """Projects, tokens, uploads and the tag index; runs get ``project_id``; tags are indexed."""
     from alembic.migration import MigrationContext
     from alembic.operations import Operations
 
-    for table in (projects, tokens, run_tags):
+    for table in (projects, tokens, run_tags, run_uploads):
         table.create(conn, checkfirst=True)
     op = Operations(MigrationContext.configure(conn))
     found = inspect(conn)
@@ -62,7 +63,7 @@ def _v3_to_v4(conn: Connection) -> None:
         op.add_column("runs", Column("project_id", Integer, nullable=True))
     index: Index = next(i for i in runs.indexes if "project_id" in i.columns)
     if str(index.name) not in {i["name"] for i in found.get_indexes("runs")}:
-        op.create_index(str(index.name), "runs", ["project_id"])
+        op.create_index(str(index.name), "runs", [c.name for c in index.columns])
     conn.execute(delete(run_tags))  # rebuilt whole: the step may meet a half-known database
     rows = []
     for run_id, text in conn.execute(select(runs.c.id, runs.c.tags)):

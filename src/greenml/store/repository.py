@@ -98,6 +98,19 @@ class Store:
         with store_errors(self.url, action), self._live_engine().connect() as conn, conn.begin():
             yield conn
 
+    @contextmanager
+    def writing(self, action: str) -> Iterator[Connection]:
+        """A connection in one write transaction (SQLite: ``BEGIN IMMEDIATE``); errors are
+        StoreErrors saying ``cannot <action> run store URL``."""
+        with self._write(action) as conn:
+            yield conn
+
+    @contextmanager
+    def reading(self, action: str) -> Iterator[Connection]:
+        """A connection in one read transaction (for queries beyond this class's)."""
+        with self._read(action) as conn:
+            yield conn
+
     def _live_engine(self) -> Engine:
         if self._engine is None:
             raise StoreError(f"run store {self.url} is closed")

@@ -62,7 +62,8 @@ runs = Table(
     Column("environment", Text, nullable=True),
     Column("extra", Text, nullable=False),
     # schema 4: the team server's project of the run (NULL: a local run, no project)
-    Column("project_id", Integer, nullable=True, index=True),
+    Column("project_id", Integer, nullable=True),
+    Index("ix_runs_project_started", "project_id", "started_at"),
 )
 
 windows = Table(
@@ -156,4 +157,27 @@ run_tags = Table(
     Column("key", String(255), primary_key=True),
     Column("value", Text, nullable=False),
     Index("ix_run_tags_key_value", "key", "value"),
+)
+
+run_uploads = Table(
+    "run_uploads",
+    metadata,
+    # schema 4: a run a team server received: who sent it, when, the sender's ledger
+    # entry for it (JSON), and its totals in columns so a project's aggregates are one
+    # GROUP BY (uncertainties are absolute; NULL: not known, e.g. carbon without a location)
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("project_id", Integer, nullable=False),
+    Column("user", String(255), nullable=True),
+    Column("uploaded_at", Double, nullable=False),
+    Column("started_at", Double, nullable=False),
+    Column("energy_j", Double, nullable=True),
+    Column("energy_uncertainty_j", Double, nullable=True),
+    Column("measured_j", Double, nullable=True),  # of energy_j: from counters or sampled power
+    Column("co2_g", Double, nullable=True),
+    Column("co2_uncertainty_g", Double, nullable=True),
+    Column("cost_usd", Double, nullable=True),
+    Column("cost_uncertainty_usd", Double, nullable=True),
+    Column("ledger_entry", Text, nullable=True),
+    Index("ix_run_uploads_project_started", "project_id", "started_at"),
+    Index("ix_run_uploads_user", "user"),
 )
