@@ -25,6 +25,8 @@ Every error class of the package is defined here::
     ├── BatcherClosed                a request met a closed dynamic batcher
     ├── CacheUnavailable             a cache's store is unreachable (the cache fails open)
     ├── AccessDenied                 a team-server token is missing, unknown or not allowed
+    ├── ProjectNotFound              no team-server project has this name
+    ├── RequestTooLarge              a request body is over the team server's limit
     └── UploadError                  a run could not be sent to a team server (it waits)
 
 Code that catches one of these names the narrowest class that fits; the CLI
@@ -165,3 +167,11 @@ class UploadError(GreenmlError):
     def __init__(self, message: str, retry: bool = True) -> None:
         super().__init__(message)
         self.retry = retry
+
+
+class ProjectNotFound(GreenmlError):
+    """No project of the team server has this name."""
+
+
+class RequestTooLarge(GreenmlError):
+    """A request body is larger than the team server accepts."""

@@ -37,6 +37,8 @@ COMMANDS = {
     "compress": "greenml.cli.compress:compress",
     "serve": "greenml.cli.serve:serve",
     "schema": "greenml.cli.schema:schema",
+    "server": "greenml.cli.server:server",
+    "push": "greenml.cli.push:push",
 }
 
 # old name → where the command is now (under `greenml`); hidden, kept for one release
