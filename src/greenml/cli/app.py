@@ -41,6 +41,10 @@ COMMANDS = {
     "push": "greenml.cli.push:push",
 }
 
+# commands that do not first send runs waiting for the team server: `run` must not delay the
+# user's program (its own upload sends them), `push` and `server` do it their own way
+NO_FLUSH = frozenset({"run", "push", "server"})
+
 # old name → where the command is now (under `greenml`); hidden, kept for one release
 MOVED = {
     "sweep": "optimize sweep",
@@ -110,3 +114,8 @@ def moved_command(ctx: click.Context, path: str) -> click.Command:
 @click.version_option(__version__, prog_name="greenml")
 def cli() -> None:
     """Measure the energy, carbon and cost of ML training and inference."""
+    ctx = click.get_current_context()
+    if ctx.invoked_subcommand not in NO_FLUSH and not ctx.resilient_parsing:
+        from greenml.run.upload import flush_pending
+
+        flush_pending()  # runs that waited for the team server go up now (quietly)

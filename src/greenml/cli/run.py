@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -132,6 +133,9 @@ if TYPE_CHECKING:
 )
 @sample_hz_option(1.0)
 @click.option("--no-hostname", is_flag=True, help="Do not record the host name.")
+@click.option("--server", "server_url", metavar="URL",
+              help="Also send the run to this team server (default: $GREENML_SERVER or the "
+                   "config file; token from $GREENML_TOKEN or the config file).")  # fmt: skip
 @click.option("-q", "--quiet", is_flag=True, help="No live status line and no summary.")
 @click.option(
     "--kill-on-exit",
@@ -153,6 +157,7 @@ def run(
     cpu_scope: str,
     sample_hz: float,
     no_hostname: bool,
+    server_url: str | None,
     quiet: bool,
     kill_on_exit: bool,
     command: tuple[str, ...],
@@ -170,6 +175,11 @@ def run(
     from greenml.run.process import exit_like
     from greenml.run.runner import RunOptions, parse_tags, run_measured
 
+    if server_url is not None:
+        from greenml.run.server_settings import SERVER_ENV, server_settings
+
+        server_settings(server_url)  # a bad URL is an error before the command starts
+        os.environ[SERVER_ENV] = server_url  # every writer of this run (and its spool) reads it
     options = RunOptions(
         command=command,
         name=name,
