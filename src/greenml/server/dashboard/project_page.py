@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from greenml.errors import ConfigError, GreenmlError
+from greenml.report.figures import energy_axis
 from greenml.report.model import Figure, Series
 from greenml.report.quantities import energy, mass, money, percent
 from greenml.report.svg import esc
@@ -33,12 +34,14 @@ def project_view(request: Request, period: str = "week") -> Response:
     total_j = sum(b["energy_j"] or 0 for b in buckets)
     measured = sum((b["measured_share"] or 0) * (b["energy_j"] or 0) for b in buckets)
     labels = [b["period_start"] for b in buckets]
+    e_scale, e_unit = energy_axis(max((b["energy_j"] or 0 for b in buckets), default=0.0))
     figures = [
-        _bars(f"IT energy per {period}", "kWh", labels, buckets, "energy_j", 1 / 3.6e6),
-        _bars(f"CO2eq per {period} (runs with known carbon)", "kg", labels, buckets, "co2_g",
-              1 / 1000),
-        _bars(f"Cost per {period} (runs with a known price)", "USD", labels, buckets,
-              "cost_usd", 1),
+        (title, _bars(title, unit, labels, buckets, key, scale))
+        for title, unit, key, scale in (
+            (f"IT energy per {period}", e_unit, "energy_j", 1 / e_scale),
+            (f"CO2eq per {period}, runs with known carbon", "kg", "co2_g", 1 / 1000),
+            (f"Cost per {period}, runs with a known price", "USD", "cost_usd", 1.0),
+        )
     ]  # fmt: skip
     summary = (
         f"<p>{runs} runs uploaded; <strong>{esc(energy(total_j))}</strong> IT energy, "
@@ -52,28 +55,40 @@ def project_view(request: Request, period: str = "week") -> Response:
     periods = " · ".join(str(link("/project", p, period=p)) for p in query.PERIODS)
     body = (
         f"<h1>Project {esc(where.project)}</h1>{summary}<p>Per {periods}</p>"
-        + "".join(figure_html(f, f"project-{i}") for i, f in enumerate(figures))
+        + "".join(figure_html(f, f"project-{i}", f"{title}: none known")
+                  for i, (title, f) in enumerate(figures))
         + "<h2>Top consumers</h2>"
         + table(["run", "name", "user", "energy", "CO2eq", "cost"], rows, numeric=(3, 4, 5))
         + "<h2>Per period</h2>"
         + table(["from", "runs", "energy", "measured", "CO2eq", "carbon known", "cost"],
                 [[b["period_start"], b["runs"], energy(b["energy_j"] or 0,
                   b["energy_uncertainty_j"]), percent(b["measured_share"] or 0),
-                  mass(b["co2_g"] or 0, b["co2_uncertainty_g"]),
-                  f"{b['co2_known_runs']} of {b['runs']}", money(b["cost_usd"] or 0,
-                  b["cost_uncertainty_usd"])] for b in reversed(buckets)],
+                  _known(b, "co2_g", mass), f"{b['co2_known_runs']} of {b['runs']}",
+                  _known(b, "cost_usd", money)] for b in reversed(buckets)],
                 numeric=(1, 2, 3, 4, 6))
     )
     return page(f"Project {where.project}", body, project=where.project)
 
 
 def _bars(title: str, unit: str, labels: list[str], buckets: list[dict[str, Any]], key: str,
-          scale: float) -> Figure:  # fmt: skip
-    unc = key.replace("_", "_uncertainty_", 1) if key != "energy_j" else "energy_uncertainty_j"
+          scale: float) -> Figure | None:  # fmt: skip
+    """Bars of ``key`` per period with ± whiskers; None when no period knows it."""
+    known = key.split("_")[0] + "_known_runs"
+    if key != "energy_j" and not any(b[known] for b in buckets):
+        return None
+    unc = "energy_uncertainty_j" if key == "energy_j" else key.replace("_", "_uncertainty_", 1)
     values = [(b[key] or 0.0) * scale for b in buckets]
     errors = [(b[unc] or 0.0) * scale for b in buckets]
     return Figure(kind="bars", title=title, series=[Series(unit, list(labels), values)],
                   x_label="period (UTC)", y_label=unit, error={unit: errors})  # fmt: skip
+
+
+def _known(bucket: dict[str, Any], key: str, fmt: Any) -> str:
+    """A period's carbon or cost with its uncertainty, ``unknown`` when no run knows it."""
+    if not bucket[key.split("_")[0] + "_known_runs"]:
+        return "unknown"
+    unit = key.split("_")[1]
+    return str(fmt(bucket[key], bucket[f"{key.split('_')[0]}_uncertainty_{unit}"]))
 
 
 @router.get("/compare")

@@ -78,9 +78,9 @@ def _energy(record: dict[str, Any]) -> str:
     rows = []
     for comp, c in (block.get("components") or {}).items():
         for dev, d in (c.get("devices") or {}).items():
-            rel = float(d.get("uncertainty_rel") or 0)
+            device_rel = float(d.get("uncertainty_rel") or 0)
             rows.append([comp, dev, d.get("name") or "", energy(float(d.get("energy_j") or 0)),
-                         d.get("method") or "", "±" + percent(rel)])  # fmt: skip
+                         d.get("method") or "", "±" + percent(device_rel)])  # fmt: skip
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in (block.get("notes") or []))
     if block.get("note"):
         notes += f'<p class="note">{esc(block["note"])}</p>'
