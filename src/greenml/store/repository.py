@@ -364,7 +364,32 @@ class Store:
         ``power_w``, the metric columns, and ``extra`` (other metrics, a dict)."""
         with self._read("read samples from") as conn:
             rows = self._sample_rows(conn, run_id)
+            if not rows:  # a run uploaded to a team server keeps its samples packed only
+                return self._block_samples(conn, run_id)
         return [sample_dict(r) for r in rows]
+
+    @staticmethod
+    def _block_samples(conn: Connection, run_id: str) -> list[dict[str, Any]]:
+        blocks = conn.execute(
+            select(sample_blocks.c.device, sample_blocks.c.component,
+                   sample_blocks.c.count, sample_blocks.c.data)
+            .where(sample_blocks.c.run_id == run_id)
+        ).all()  # fmt: skip
+        if not blocks:
+            return []
+        cols = unpack_blocks((r[0], r[1], int(r[2]), bytes(r[3])) for r in blocks)
+        names = ("time_s", "power_w", *METRIC_COLUMNS)
+        values = {n: [None if v != v else v for v in cols[n].tolist()] for n in names}
+        out = []
+        for i in range(len(cols["time_s"])):
+            item: dict[str, Any] = {
+                "device": cols["devices"][int(cols["device"][i])],
+                "component": cols["components"][int(cols["component"][i])],
+            }
+            item.update((n, values[n][i]) for n in names)
+            item["extra"] = {}
+            out.append(item)
+        return out
 
     def sample_columns(self, run_id: str) -> dict[str, Any]:
         """The run's samples ordered by time as numpy columns, in one query per call.

@@ -35,7 +35,7 @@ def run_view(request: Request, run_id: str) -> Response:
         "<h2>Energy</h2>", _energy(record),
         "<h2>Carbon</h2>", _carbon(record),
         "<h2>Cost</h2>", _cost(record),
-        "<h2>Diagnosis</h2>", _diagnosis(request, record["id"]),
+        "<h2>Diagnosis</h2>", _diagnosis(request, where.project_id, record["id"]),
         "<h2>Environment</h2>", _environment(record.get("environment") or {}),
         "<h2>Ledger</h2>", _ledger(doc["ledger"]),
         "<h2>Reports</h2>", downloads(run=[record["id"]]),
@@ -121,11 +121,11 @@ def _cost(record: dict[str, Any]) -> str:
             f"{', ' + esc(cost['source']) if cost.get('source') else ''})</p>")
 
 
-def _diagnosis(request: Request, run_id: str) -> str:
-    from greenml.diagnose.run import diagnose_run
+def _diagnosis(request: Request, project_id: int, run_id: str) -> str:
+    from greenml.server.diagnosis import diagnose
 
     try:
-        found = diagnose_run(state_of(request).store, run_id)
+        found = diagnose(state_of(request).store, project_id, run_id)
     except GreenmlError as exc:
         return f'<p class="muted">Not diagnosed: {esc(exc)}</p>'
     if not found.findings:
