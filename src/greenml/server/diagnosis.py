@@ -5,7 +5,8 @@ the same name (the scaling finding). On a team server it is handed a view of
 the store whose run listing is the project's, so no other project's runs are
 read into a page. Diagnoses are kept a minute (reading the same-named runs is
 the slow part of a run page), and the records of those runs too: an uploaded
-run is never rewritten (a second upload of an id stores nothing).
+run is never rewritten (a second upload of an id stores nothing). The scaling
+finding looks at the :data:`SAME_NAME_RUNS` latest runs of the name, and says so.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
     from greenml.store.repository import Store
 
 KEEP_S = 60.0
+SAME_NAME_RUNS = 20
+"""The scaling finding compares a run with at most this many latest runs of its name
+(a page that read every run of a job run daily for years would never answer)."""
+SCALING_NOTE = f"scaling compared over at most the {SAME_NAME_RUNS} latest runs of this name"
 MAX_RECORDS = 20_000
 _records: dict[tuple[str, str], dict[str, Any]] = {}  # (store, run id) → record, oldest first
 _cache: dict[tuple[str, int, str], tuple[float, Any]] = {}
@@ -37,7 +42,7 @@ class ProjectStore:
     def list_runs(self, limit: int = 20, name: str | None = None,
                   tag: dict[str, str] | None = None) -> list[dict[str, Any]]:  # fmt: skip
         where = query.RunFilter(project_id=self._project_id, name=name, tags=dict(tag or {}))
-        size = min(limit if limit > 0 else query.MAX_PAGE, query.MAX_PAGE)
+        size = min(limit if limit > 0 else SAME_NAME_RUNS, SAME_NAME_RUNS)
         return query.find_runs(self._store, where, limit=size)[0]
 
     def get_record(self, id_or_prefix: str) -> dict[str, Any]:

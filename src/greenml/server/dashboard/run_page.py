@@ -122,19 +122,19 @@ def _cost(record: dict[str, Any]) -> str:
 
 
 def _diagnosis(request: Request, project_id: int, run_id: str) -> str:
-    from greenml.server.diagnosis import diagnose
+    from greenml.server.diagnosis import SCALING_NOTE, diagnose
 
     try:
         found = diagnose(state_of(request).store, project_id, run_id)
     except GreenmlError as exc:
         return f'<p class="muted">Not diagnosed: {esc(exc)}</p>'
+    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in [*found.notes, SCALING_NOTE])
     if not found.findings:
-        return '<p>No waste found.</p>' + "".join(f'<p class="note">{esc(n)}</p>'
-                                                   for n in found.notes)  # fmt: skip
+        return "<p>No waste found.</p>" + notes
     rows = [[f.severity, f.title, f.evidence, energy(f.energy_at_stake_j), f.recommendation]
             for f in found.findings]  # fmt: skip
     return table(["severity", "finding", "evidence", "at stake per run", "what to do"], rows,
-                 numeric=(3,))  # fmt: skip
+                 numeric=(3,)) + notes  # fmt: skip
 
 
 def _environment(env: dict[str, Any]) -> str:
