@@ -166,3 +166,12 @@ def test_openapi_describes_the_api(server: Server) -> None:
     assert {"/api/v1/runs", "/api/v1/runs/{run_id}", "/api/v1/projects/{project}/aggregates",
             "/api/v1/projects/{project}/reports/{kind}"} <= set(spec["paths"])  # fmt: skip
     assert "requestBody" in spec["paths"]["/api/v1/runs"]["post"]
+
+
+def test_run_ids_are_exact_not_prefixes(server: Server, tmp_path: Path) -> None:
+    doc = local_document(tmp_path)
+    for run_id in ("r1", "r10", "r11"):
+        _upload(server, renamed(doc, run_id))
+    got = server.client.get("/api/v1/runs/r1?points=0", headers=_auth(server, "A-read"))
+    assert got.status_code == 200 and got.json()["record"]["id"] == "r1"
+    assert server.client.get("/api/v1/runs/r", headers=_auth(server, "A-read")).status_code == 404

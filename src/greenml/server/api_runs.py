@@ -102,7 +102,7 @@ def run_document(
     store = state_of(request).store
     if query.project_of_run(store, run_id) != where.project_id:
         raise RunNotFound(f"no run {run_id!r} in project {where.project!r}")
-    record = store.get_record(run_id)
+    record = store.get_record(run_id, exact=True)
     upload = query.upload_of(store, run_id) or {}
     samples = [] if points == 0 else sample_series(store.sample_columns(run_id), points)
     return {

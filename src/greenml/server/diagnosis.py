@@ -52,7 +52,7 @@ class ProjectStore:
             found = _records.get(key)
         if found is not None:
             return found
-        record = self._store.get_record(id_or_prefix)
+        record = self._store.get_record(id_or_prefix, exact=True)
         if record["id"] == id_or_prefix and record.get("status") != "running":
             with _lock:
                 if len(_records) >= MAX_RECORDS:

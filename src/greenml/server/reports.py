@@ -47,7 +47,7 @@ def build(
     for run_id in ids:
         if query.project_of_run(store, run_id) != where.project_id:
             raise RunNotFound(f"no run {run_id!r} in project {where.project!r}")
-        records.append(store.get_record(run_id))
+        records.append(store.get_record(run_id, exact=True))
     text_options: dict[str, list[str]] = {}
     for item in options:
         key, value = _pair(item, "option")

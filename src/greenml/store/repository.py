@@ -301,7 +301,7 @@ class Store:
             raise StoreError(f"run id {id_or_prefix!r} is ambiguous: {shown}{more}")
         return str(found[0])
 
-    def get_record(self, id_or_prefix: str) -> dict[str, Any]:
+    def get_record(self, id_or_prefix: str, *, exact: bool = False) -> dict[str, Any]:
         """The run record (JSON-ready) of the run whose id is or starts with ``id_or_prefix``.
 
         The dict of :meth:`get_run_record`, exactly as the run was stored.
@@ -310,18 +310,21 @@ class Store:
             RunNotFound: No run matches.
             StoreError: Several runs match, or the database cannot be read.
         """
-        return self.get_run_record(id_or_prefix).to_dict()
+        return self.get_run_record(id_or_prefix, exact=exact).to_dict()
 
-    def get_run_record(self, id_or_prefix: str) -> RunRecord:
-        """The typed run record of the run whose id is or starts with ``id_or_prefix``.
+    def get_run_record(self, id_or_prefix: str, *, exact: bool = False) -> RunRecord:
+        """The typed run record of the run whose id is or starts with ``id_or_prefix``
+        (with ``exact``: whose id is ``id_or_prefix``, as a server reads an id it was given).
 
         Raises:
             RunNotFound: No run matches.
             StoreError: Several runs match, or the database cannot be read.
         """
         with self._read("read") as conn:
-            run_id = self._resolve(conn, id_or_prefix)
-            row = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().one()
+            run_id = id_or_prefix if exact else self._resolve(conn, id_or_prefix)
+            row = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
+            if row is None:
+                raise RunNotFound(f"no run with id {run_id!r}")
             window_rows = self._window_rows(conn, run_id)
             sample_rows = self._sample_rows(conn, run_id) if row["energy"] is None else None
             record = rec.build_record(

@@ -118,7 +118,7 @@ def _side(request: Request, where: Any, run_id: str, tag: str) -> list[dict[str,
     if run_id:
         if query.project_of_run(store, run_id) != where.project_id:
             raise ConfigError(f"no run {run_id!r} in project {where.project!r}")
-        return [store.get_record(run_id)]
+        return [store.get_record(run_id, exact=True)]
     key, sep, value = tag.partition("=")
     if not sep:
         raise ConfigError(f"tag must be KEY=VALUE, not {tag!r}")
@@ -127,7 +127,7 @@ def _side(request: Request, where: Any, run_id: str, tag: str) -> list[dict[str,
                                limit=min(MAX_REPORT_RUNS, query.MAX_PAGE))  # fmt: skip
     if not found:
         raise ConfigError(f"no runs of the project carry {tag}")
-    return [store.get_record(r["id"]) for r in found]
+    return [store.get_record(r["id"], exact=True) for r in found]
 
 
 def _verdict(request: Request, where: Any, base: tuple[str, str], cand: tuple[str, str],
