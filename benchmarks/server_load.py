@@ -85,6 +85,7 @@ def main() -> int:
         finally:
             server[0].terminate()
             server[0].wait(timeout=30)
+            print("greenml server stopped", flush=True)
         if args.no_mlflow:
             print("MLflow: skipped (--no-mlflow)")
         else:
@@ -325,29 +326,45 @@ def _upload_mlflow(schema: str, seconds: int) -> float | None:
         return None
     from greenml.store.url import resolve_url
 
-    backend = resolve_url(_schema_url(schema))
+    own = f"{schema}_mlflow"  # same server and database; MLflow has a `runs` table too
+    _psql(f'CREATE SCHEMA "{own}"')
+    try:
+        return _run_mlflow(python, resolve_url(_schema_url(own)), own, seconds)
+    finally:
+        _psql(f'DROP SCHEMA "{own}" CASCADE')
+
+
+def _run_mlflow(python: Path, backend: str, schema: str, seconds: int) -> float | None:
     artifacts = tempfile.mkdtemp(prefix="mlflow-artifacts-")
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [str(python), "-m", "mlflow", "server", "--backend-store-uri", backend,
-         "--default-artifact-root", artifacts, "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    log = Path(artifacts) / "mlflow-server.log"
+    print(f"MLflow: starting its tracking server (log: {log}) ...", flush=True)
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [str(python), "-m", "mlflow", "server", "--backend-store-uri", backend,
+             "--default-artifact-root", artifacts, "--host", "127.0.0.1", "--port", str(port),
+             "--workers", "1"], stdout=out, stderr=out,
+        )  # fmt: skip
     uri = f"http://127.0.0.1:{port}"
     try:
         for _ in range(1200):
+            if server.poll() is not None:
+                print(f"MLflow: the tracking server exited: {log.read_text()[-500:]}")
+                return None
             try:
                 if httpx.get(f"{uri}/health", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
-                time.sleep(0.25)
+                pass
+            time.sleep(0.25)
         else:
             print("MLflow: the tracking server did not start")
             return None
+        print("MLflow: sending the same run's points with log_batch ...", flush=True)
         done = subprocess.run([str(python), "-c", MLFLOW_CLIENT, uri, str(seconds)],
                               capture_output=True, text=True, check=False)  # fmt: skip
         if done.returncode != 0:

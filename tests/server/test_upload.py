@@ -97,3 +97,26 @@ def test_server_killed_mid_upload_loses_nothing_and_stores_once(
     assert pending_markers() == []
     assert _server_runs(live) == {run_id: 24000}  # complete, once
     print("killed before the commit:", killed_before_commit)
+
+
+def test_greenml_run_sends_the_run(live: LiveServer, tmp_path: Path) -> None:
+    """`greenml run --server URL -- COMMAND` from another shell: the run is on the server."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.server.live import SRC
+
+    live.start()
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env.pop("GREENML_SERVER")  # the option alone names the server
+    done = subprocess.run(
+        [sys.executable, "-m", "greenml", "run", "-q", "--server", live.url,
+         "--db", str(tmp_path / "mine.db"), "--name", "train",
+         "--json-out", str(tmp_path / "run.json"), "--", sys.executable, "-c", "pass"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with open_store(live.db_url) as store:
+        (summary,) = store.list_runs(limit=0)
+    assert summary["name"] == "train" and summary["status"] == "completed"
