@@ -58,7 +58,9 @@ def _signed_in(browser: Any, site: dict[str, Any], **context: Any) -> Any:
     page.goto(site["url"] + "/login")
     page.fill("input[name=token]", site["token"])
     page.click("button[type=submit]")
-    assert page.url.endswith("/runs")
+    page.wait_for_url("**/runs")
+    page.wait_for_load_state("load")
+    page.locator("tbody tr").first.wait_for()
     return page
 
 
@@ -72,9 +74,12 @@ def test_sign_in_filter_open_download_and_nothing_injected_runs(
     assert page.evaluate("window.__pwned") is None and page.dialogs == []
     page.fill("input[name=tag]", "team=vision")
     page.click("form.filters button")
+    page.wait_for_url("**/runs?*tag=team*")
+    page.wait_for_load_state("load")
     assert rows.count() == 1 and "resnet" in rows.first.inner_text()
     page.click(f"text={site['run']}")
-    assert page.url.endswith(f"/runs/{site['run']}")
+    page.wait_for_url(f"**/runs/{site['run']}")
+    page.wait_for_load_state("load")
     paths = page.locator("#power svg path, #power svg polyline")
     assert paths.count() >= 4  # one line per GPU
     page.screenshot(path=str(site["tmp"] / "run-page.png"), full_page=True)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import GreenmlError, StoreError
+from greenml.run.spool_paths import SPOOL_ENV as SPOOL_ENV  # re-exported: tests and users set it
 from greenml.run.spool_paths import private_folder, public_url, spool_dir
 from greenml.store.url import resolve_url
 
