@@ -89,6 +89,10 @@ def import_run(store: Store, document: dict[str, Any], project_id: int | None) -
     record, run_row = _run_row(document, project_id)
     window_rows = [_window_row(record["id"], w) for w in _list(document, "windows")]
     sample_series = [_series(s) for s in _list(document, "samples")]
+    user = _text(document.get("user"), "user")
+    entry = document.get("ledger_entry")
+    if entry is not None and not isinstance(entry, dict):
+        raise ConfigError("ledger_entry must be an object or null")
     run_id = record["id"]
     with store.writing("upload a run to") as conn:
         found = conn.execute(
@@ -104,9 +108,8 @@ def import_run(store: Store, document: dict[str, Any], project_id: int | None) -
         if window_rows:
             conn.execute(windows.insert(), window_rows)
         _insert_samples(conn, run_id, sample_series)
-        entry = document.get("ledger_entry")
         conn.execute(run_uploads.insert().values(
-            run_id=run_id, project_id=project_id, user=_text(document.get("user"), "user"),
+            run_id=run_id, project_id=project_id, user=user,
             uploaded_at=time.time(), started_at=run_row["started_at"],
             ledger_entry=None if entry is None else dumps(entry), **totals(record),
         ))  # fmt: skip
