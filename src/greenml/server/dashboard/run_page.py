@@ -106,8 +106,16 @@ def _carbon(record: dict[str, Any]) -> str:
     return (f"<p><strong>{esc(mass(grams, grams * rel))}</strong> CO2eq</p>"
             + '<dl class="kv">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts
                                          if v is not None) + "</dl>"
-            + figure_html(intensity_over_run(record), "intensity",
-                          "Carbon intensity over the run (constant: one figure)"))  # fmt: skip
+            + _intensity(record))  # fmt: skip
+
+
+def _intensity(record: dict[str, Any]) -> str:
+    """The grid intensity over the run, or why there is no curve (one figure for the run)."""
+    figure = intensity_over_run(record)
+    if figure is None:
+        return ('<p class="note">One intensity figure for the whole run (no hourly series '
+                "over its time): no curve to draw.</p>")
+    return figure_html(figure, "intensity")
 
 
 def _cost(record: dict[str, Any]) -> str:
