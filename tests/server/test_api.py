@@ -159,6 +159,8 @@ def test_public_read_needs_no_token_but_uploads_do(tmp_path: Path) -> None:
                            headers={"Authorization": f"Bearer {token}"}).status_code == 201
         assert len(client.get("/api/v1/runs?project=open").json()["runs"]) == 1
         assert client.get("/api/v1/runs?project=nope").status_code == 404
+        assert "Runs of open" in client.get("/runs?project=open").text  # the dashboard too
+        assert client.get("/runs").status_code == 401  # no project named, no token
 
 
 def test_openapi_describes_the_api(server: Server) -> None:

@@ -33,4 +33,6 @@ def scope(request: Request, role: str, project: str | None = None) -> Scope:
     """The scope of a request needing ``role`` (see :func:`greenml.server.auth.scope_for`)."""
     state = state_of(request)
     token = request_token(request, state.sessions)
+    if token is None and project is None and state.public_read:
+        project = request.query_params.get("project")  # an anonymous reader names the project
     return scope_for(state.store, token, role, project, public_read=state.public_read)
