@@ -21,7 +21,7 @@ from greenml.report.svg import esc
 from greenml.server.api_runs import run_filter
 from greenml.server.auth import SESSION_COOKIE, SESSION_TTL_S
 from greenml.server.dashboard import project_page, run_page
-from greenml.server.dashboard.layout import Markup, link, page, security_headers, table
+from greenml.server.dashboard.layout import link, page, security_headers, table
 from greenml.server.reports import FORMATS, build, render
 from greenml.server.state import scope, state_of
 from greenml.store import access, query
@@ -197,4 +197,4 @@ def download_report(
     return Response(body, media_type=media, headers=headers)
 
 
-__all__ = ["Markup", "router"]
+__all__ = ["router"]

@@ -15,7 +15,7 @@ from greenml.report.model import Figure, Series
 from greenml.report.quantities import energy, mass, money, percent
 from greenml.report.svg import esc
 from greenml.server.api_runs import run_document
-from greenml.server.dashboard.layout import Markup, figure_html, link, page, table
+from greenml.server.dashboard.layout import figure_html, link, page, table
 from greenml.server.state import scope, state_of
 
 router = APIRouter(include_in_schema=False)
@@ -179,4 +179,4 @@ def downloads(**params: Any) -> str:
     )
 
 
-__all__ = ["Markup", "downloads", "power_figure", "router"]
+__all__ = ["downloads", "power_figure", "router"]
