@@ -194,6 +194,19 @@ def _bucket_start(period: str, bucket: Any) -> str:
     return datetime.fromtimestamp(seconds + offset, tz=timezone.utc).date().isoformat()
 
 
+def latest_start(store: Store, project_id: int) -> float | None:
+    """When the project's latest uploaded run started (Unix s), or None without runs."""
+    u = run_uploads.c
+    query = select(func.max(u.started_at)).where(u.project_id == project_id)
+    with store.reading("read uploads in") as conn:
+        found = conn.execute(query).scalar()
+    return None if found is None else float(found)
+
+
+PERIOD_S = {"day": 86400.0, "week": 7 * 86400.0, "month": 31 * 86400.0}
+"""The longest length of each period (a month: 31 days), to bound a window of periods."""
+
+
 def top_runs(store: Store, project_id: int, limit: int = 10) -> list[dict[str, Any]]:
     """The project's runs that used the most energy: id, name, user, energy_j, co2_g, cost_usd."""
     u = run_uploads.c

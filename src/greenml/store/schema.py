@@ -179,5 +179,6 @@ run_uploads = Table(
     Column("cost_uncertainty_usd", Double, nullable=True),
     Column("ledger_entry", Text, nullable=True),
     Index("ix_run_uploads_project_started", "project_id", "started_at"),
+    Index("ix_run_uploads_project_energy", "project_id", "energy_j"),  # top consumers
     Index("ix_run_uploads_user", "user"),
 )

@@ -18,16 +18,21 @@ from greenml.server.dashboard.run_page import downloads
 from greenml.server.reports import MAX_REPORT_RUNS
 from greenml.server.state import scope, state_of
 from greenml.store import query
+from greenml.store.record import iso_utc
 
 router = APIRouter(include_in_schema=False)
-WEEKS_SHOWN = 26
+PERIODS_SHOWN = 26
 
 
 @router.get("/project")
 def project_view(request: Request, period: str = "week") -> Response:
     where = scope(request, "read")
     store = state_of(request).store
-    buckets = query.aggregate(store, where.project_id, period)[-WEEKS_SHOWN:]
+    if period not in query.PERIODS:
+        raise ConfigError(f"period must be one of {', '.join(query.PERIODS)}")
+    latest = query.latest_start(store, where.project_id)
+    since = None if latest is None else latest - PERIODS_SHOWN * query.PERIOD_S[period]
+    buckets = query.aggregate(store, where.project_id, period, since)[-PERIODS_SHOWN:]
     top = query.top_runs(store, where.project_id, 10)
     runs = sum(b["runs"] for b in buckets)
     known = sum(b["co2_known_runs"] for b in buckets)
@@ -43,8 +48,10 @@ def project_view(request: Request, period: str = "week") -> Response:
             (f"Cost per {period}, runs with a known price", "USD", "cost_usd", 1.0),
         )
     ]  # fmt: skip
+    upto = "" if latest is None else f" up to the latest run ({iso_utc(latest)[:10]})"  # type: ignore[index]
+    span = f"the {PERIODS_SHOWN} {period}s{upto}"
     summary = (
-        f"<p>{runs} runs uploaded; <strong>{esc(energy(total_j))}</strong> IT energy, "
+        f"<p>In {span}: {runs} runs uploaded; <strong>{esc(energy(total_j))}</strong> IT energy, "
         f"{esc(percent(measured / total_j) if total_j else 'none')} of it measured (counters or "
         f"sampled power), the rest estimated. Carbon known for {known} of {runs} runs "
         f"({esc(percent(known / runs) if runs else '0 %')}).</p>"
@@ -57,7 +64,7 @@ def project_view(request: Request, period: str = "week") -> Response:
         f"<h1>Project {esc(where.project)}</h1>{summary}<p>Per {periods}</p>"
         + "".join(figure_html(f, f"project-{i}", f"{title}: none known")
                   for i, (title, f) in enumerate(figures))
-        + "<h2>Top consumers</h2>"
+        + "<h2>Top consumers (all time)</h2>"
         + table(["run", "name", "user", "energy", "CO2eq", "cost"], rows, numeric=(3, 4, 5))
         + "<h2>Per period</h2>"
         + table(["from", "runs", "energy", "measured", "CO2eq", "carbon known", "cost"],
