@@ -12,6 +12,7 @@ Every error class of the package is defined here::
     ├── StoreError                   the run store cannot be opened, read or written
     │   ├── RunNotFound              no stored run matches an id or prefix
     │   ├── JobNotFound              no stored run belongs to a job id
+    │   ├── RunConflict              a run id is already taken by another project
     │   └── RecordTypeError          a record value has the wrong type (strict reading)
     ├── LedgerError                  the ledger cannot be read, written or exported
     ├── IntensityApiError            a carbon-intensity API failed or answered nonsense
@@ -29,7 +30,11 @@ Every error class of the package is defined here::
     ├── BatcherClosed                a request met a closed dynamic batcher
     ├── CacheUnavailable             a cache's store is unreachable (the cache fails open)
     ├── PushError                    a run's figures could not be pushed (Pushgateway, OTLP)
-    └── MetricsSourceError           a second source (Prometheus for Kepler) could not be read
+    ├── MetricsSourceError           a second source (Prometheus for Kepler) could not be read
+    ├── AccessDenied                 a team-server token is missing, unknown or not allowed
+    ├── ProjectNotFound              no team-server project has this name
+    ├── RequestTooLarge              a request body is over the team server's limit
+    └── UploadError                  a run could not be sent to a team server (it waits)
 
 Code that catches one of these names the narrowest class that fits; the CLI
 catches :class:`GreenmlError`. Nothing greenml raises on purpose is a bare
@@ -176,3 +181,38 @@ class PushError(GreenmlError):
 
 class MetricsSourceError(GreenmlError):
     """A second source of figures (Prometheus, for Kepler's) could not be read."""
+class RunConflict(StoreError):
+    """A run id is already stored for another project of the team server."""
+
+
+class AccessDenied(GreenmlError):
+    """A team-server token is missing, unknown, revoked, or not allowed to do this.
+
+    Attributes:
+        status: The HTTP status the server answers with (401: who are you, 403: not yours).
+    """
+
+    def __init__(self, message: str, status: int = 401) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class UploadError(GreenmlError):
+    """A run could not be sent to a team server; it waits in the spool for the next try.
+
+    Attributes:
+        retry: False when the server refused the run itself (a 4xx): sending it again
+            would not help.
+    """
+
+    def __init__(self, message: str, retry: bool = True) -> None:
+        super().__init__(message)
+        self.retry = retry
+
+
+class ProjectNotFound(GreenmlError):
+    """No project of the team server has this name."""
+
+
+class RequestTooLarge(GreenmlError):
+    """A request body is larger than the team server accepts."""

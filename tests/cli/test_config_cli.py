@@ -26,7 +26,8 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     for var in ("GREENML_PUE", "GREENML_PRICE", "GREENML_DB", "GREENML_ZONE", "GREENML_LOG_TO",
-                "GREENML_SAMPLE_HZ", "GREENML_EVENTS"):  # fmt: skip
+                "GREENML_SAMPLE_HZ", "GREENML_EVENTS", "GREENML_SERVER",
+                "GREENML_TOKEN"):  # fmt: skip
         monkeypatch.delenv(var, raising=False)
     folder = tmp_path / "xdg" / "greenml"
     folder.mkdir(parents=True)
@@ -61,6 +62,19 @@ def test_environment_beats_file_beats_default(
     assert rows["run.sample_hz"] == {**rows["run.sample_hz"], "value": 1.0, "source": "default"}
     options = {e.setting.name: e for e in effective({"run.price": 0.1})}
     assert options["run.price"].value == 0.1 and options["run.price"].source == "option"
+
+
+def test_the_server_and_its_token_show_and_the_token_is_masked(
+    config_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (config_dir / "config.toml").write_text(
+        '[server]\nurl = "https://greenml.example.org"\ntoken = "gml_abcdefsecret"\n'
+    )
+    rows = shown(capsys)
+    assert rows["server.url"]["value"] == "https://greenml.example.org"
+    assert rows["server.token"]["value"] == "gml_…(set)"
+    assert main(["config", "show"]) == 0
+    assert "abcdefsecret" not in capsys.readouterr().out
 
 
 def test_a_bad_value_is_one_line_and_exit_2(

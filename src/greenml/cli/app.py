@@ -43,7 +43,13 @@ COMMANDS = {
     "audit": "greenml.cli.audit:audit",
     "label": "greenml.cli.label:label",
     "config": "greenml.cli.config:config",
+    "server": "greenml.cli.server:server",
+    "push": "greenml.cli.push:push",
 }
+
+# commands that do not first send runs waiting for the team server: `run` must not delay the
+# user's program (its own upload sends them), `push` and `server` do it their own way
+NO_FLUSH = frozenset({"run", "push", "server"})
 
 # old name → where the command is now (under `greenml`); hidden, kept for one release
 MOVED = {
@@ -125,3 +131,8 @@ def cli(verbose: int) -> None:
         log = logging.getLogger("greenml")
         log.addHandler(handler)
         log.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
+    ctx = click.get_current_context()
+    if ctx.invoked_subcommand not in NO_FLUSH and not ctx.resilient_parsing:
+        from greenml.run.upload import flush_pending
+
+        flush_pending()  # runs that waited for the team server go up now (quietly)

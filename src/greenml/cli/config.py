@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from greenml.cli.options import json_option
@@ -17,9 +19,11 @@ def config() -> None:
 @json_option("Print the settings as JSON on stdout.")
 def show(as_json: bool) -> None:
     """Each setting's effective value and where it came from (environment > file > default)."""
-    from greenml.config.settings import effective
+    from greenml.config.settings import SECRET, effective
 
-    values = effective()
+    values = [
+        replace(e, value=_masked(e.value)) if e.setting.name in SECRET else e for e in effective()
+    ]
     if as_json:
         rows = [{"name": e.setting.name, "value": e.value, "source": e.source,
                  "env": e.setting.env} for e in values]  # fmt: skip
@@ -38,6 +42,11 @@ def show(as_json: bool) -> None:
         table.add_row(e.setting.name, render.safe(shown), render.safe(e.source),
                       e.setting.env or "", e.setting.help)  # fmt: skip
     render.console().print(table)
+
+
+def _masked(value: object) -> object:
+    """A secret as its first 4 characters and a mask, so a user can tell which one is set."""
+    return None if value in (None, "") else f"{str(value)[:4]}…(set)"
 
 
 @config.command("path")

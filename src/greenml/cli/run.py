@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -133,6 +134,9 @@ if TYPE_CHECKING:
 )
 @sample_hz_option(1.0)
 @click.option("--no-hostname", is_flag=True, help="Do not record the host name.")
+@click.option("--server", "server_url", metavar="URL",
+              help="Also send the run to this team server (default: $GREENML_SERVER or the "
+                   "config file; token from $GREENML_TOKEN or the config file).")  # fmt: skip
 @click.option("-q", "--quiet", is_flag=True, help="No live status line and no summary.")
 @click.option(
     "--kill-on-exit",
@@ -201,6 +205,7 @@ def run(
     cpu_scope: str,
     sample_hz: float,
     no_hostname: bool,
+    server_url: str | None,
     quiet: bool,
     kill_on_exit: bool,
     job_id: str | None,
@@ -234,6 +239,11 @@ def run(
     accounting["pue"] = setting("run.pue", accounting.get("pue"))
     accounting["price"] = setting("run.price", accounting.get("price"))
     log_to = tuple(setting("run.log_to", list(log_to) or None))
+    if server_url is not None:
+        from greenml.run.server_settings import SERVER_ENV, server_settings
+
+        server_settings(server_url)  # a bad URL is an error before the command starts
+        os.environ[SERVER_ENV] = server_url  # every writer of this run (and its spool) reads it
     options = RunOptions(
         command=command,
         name=name,

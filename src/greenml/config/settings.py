@@ -84,7 +84,13 @@ SETTINGS: tuple[Setting, ...] = (
             "trackers: mlflow, wandb, tensorboard", _names),
     Setting("store.db", "store", "db", "GREENML_DB", None,
             "run store: a path or URL (default: the per-user SQLite file)"),
+    Setting("server.url", "server", "url", "GREENML_SERVER", None,
+            "team server that finished runs are sent to"),
+    Setting("server.token", "server", "token", "GREENML_TOKEN", None,
+            "team-server token (shown masked)"),
 )  # fmt: skip
+SECRET = frozenset({"server.token"})
+"""Settings whose value is never printed (``greenml config show`` masks them)."""
 _BY_NAME = {s.name: s for s in SETTINGS}
 
 

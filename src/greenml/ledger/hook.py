@@ -49,13 +49,17 @@ def append_stored_run(store: Store, run_id: str) -> RunRecord | None:
     Returns:
         The record read and ledgered; ``None`` when it cannot be read (a warning says why).
     """
+    return ledger_stored_run(store, run_id)[0]
+
+
+def ledger_stored_run(store: Store, run_id: str) -> tuple[RunRecord | None, Entry | None]:
+    """As :func:`append_stored_run`, with the ledger entry appended (``None``: none was)."""
     try:
         record = store.get_run_record(run_id)
     except Exception as exc:
         _warn("append", f"run {run_id} not added to the ledger: its record cannot be read: {exc}")
-        return None
-    append_run(store.url, record)
-    return record
+        return None, None
+    return record, append_run(store.url, record)
 
 
 def _run_id(record: RunRecord | Mapping[str, Any]) -> str:

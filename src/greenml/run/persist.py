@@ -9,7 +9,8 @@ Its blocks stay JSON (they are typed once stored, as the record's
 :class:`~greenml.store.run_record.EnergyBlock` ...): a command that ends before
 the store is open hands its run to the spool without importing the record types.
 
-Lazy imports: the ledger hook and the environment capture, only where a run is stored.
+Lazy imports: the ledger hook, the upload and the environment capture, only where a run
+is stored.
 """
 
 from __future__ import annotations
@@ -113,10 +114,12 @@ class FinishedRun:
 
 
 def persist_run(store: Store, finished: FinishedRun) -> RunRecord | None:
-    """Store a finished run, then append its record to the ledger.
+    """Store a finished run, append its record to the ledger, and send it to the team
+    server when one is configured (:mod:`greenml.run.upload`).
 
     The run may exist already (a recorder creates it at the start, and stores
-    its samples as it goes). The ledger never fails the run: a failure warns.
+    its samples as it goes). Neither the ledger nor the server ever fails the
+    run: a failure warns, and a run the server did not take waits for the next try.
 
     Returns:
         The record as stored and ledgered; ``None`` when it could not be read
@@ -126,9 +129,12 @@ def persist_run(store: Store, finished: FinishedRun) -> RunRecord | None:
         GreenmlError: The store failed before the run was finished in it.
     """
     write_run(store, finished)
-    from greenml.ledger.hook import append_stored_run
+    from greenml.ledger.hook import ledger_stored_run
+    from greenml.run.upload import upload_after_persist
 
-    return append_stored_run(store, finished.run_id)
+    record, entry = ledger_stored_run(store, finished.run_id)
+    upload_after_persist(store, finished.run_id, entry)
+    return record
 
 
 def write_run(store: Store, f: FinishedRun) -> None:

@@ -39,27 +39,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import GreenmlError, StoreError
-from greenml.store.url import resolve_url, without_password
+from greenml.run.spool_paths import SPOOL_ENV as SPOOL_ENV  # re-exported: tests and users set it
+from greenml.run.spool_paths import private_folder, public_url, spool_dir
+from greenml.store.url import resolve_url
 
 if TYPE_CHECKING:
     from greenml.store.repository import Store
 
-SPOOL_ENV = "GREENML_SPOOL_DIR"
 URL_ENV = "GREENML_SPOOL_DB_URL"
 """The full database URL, handed to the detached writer in its environment only."""
 QUARANTINE = "quarantine"
 _CLAIM = ".claim"
 log = logging.getLogger("greenml")
-
-
-def spool_dir() -> Path:
-    """``$GREENML_SPOOL_DIR``, or ``spool/`` in the per-user data directory."""
-    chosen = os.environ.get(SPOOL_ENV)
-    if chosen:
-        return Path(chosen)
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("greenml")) / "spool"
 
 
 def fallback_spool_dir() -> Path:
@@ -70,11 +61,6 @@ def fallback_spool_dir() -> Path:
 def spool_dirs() -> list[Path]:
     """Where pending runs may wait: the spool, then the fallback."""
     return [spool_dir(), fallback_spool_dir()]
-
-
-def public_url(url: str) -> str:
-    """``url`` without its password: what a spool file may hold."""
-    return without_password(url)
 
 
 def write_spool(payload: dict[str, Any]) -> Path:
@@ -117,13 +103,6 @@ def _write_atomically(folder: Path, name: str, payload: dict[str, Any]) -> Path:
             tmp.unlink()  # never a partial file
         raise
     return final
-
-
-def private_folder(folder: Path) -> None:
-    """Create ``folder`` (and its parents) for this user only (0700)."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):
-        os.chmod(folder, 0o700)
 
 
 def start_ingester(path: Path, db_url: str) -> None:

@@ -84,7 +84,7 @@ def _configure_sqlite(engine: Engine) -> None:
 
 
 def init_schema(engine: Engine, display_url: str) -> None:
-    """Create missing tables and record the schema version; refuse a newer database.
+    """Create the tables, or upgrade an older database in place; refuse a newer one.
 
     Args:
         engine: The store's engine.
@@ -105,10 +105,13 @@ def init_schema(engine: Engine, display_url: str) -> None:
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_INIT_LOCK})
             version = _stored_version(conn)
             _check_version(version, display_url)
-            metadata.create_all(conn)
             if version is None:
+                metadata.create_all(conn)
                 conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
             elif version < SCHEMA_VERSION:
+                from greenml.store.migrations import upgrade
+
+                upgrade(conn, version)
                 conn.execute(
                     update(meta)
                     .where(meta.c.key == "schema_version")

@@ -25,6 +25,7 @@ from greenml.store.rows import (
     dumps,
     sample_dict,
     sample_row,
+    tag_rows,
     window_dict,
     window_row,
 )
@@ -32,12 +33,21 @@ from greenml.store.run_record import RECORD_SCHEMA_VERSION, RunRecord
 from greenml.store.schema import (
     FINAL_STATUSES,
     advisor_state,
+    run_tags,
     runs,
     sample_blocks,
     samples,
     windows,
 )
 from greenml.store.url import mask_url, resolve_url
+
+
+def tag_filter(key: str, value: str) -> Any:
+    """A WHERE clause: the run carries tag ``key`` = ``value`` (an indexed lookup)."""
+    return runs.c.id.in_(
+        select(run_tags.c.run_id).where(run_tags.c.key == key, run_tags.c.value == value)
+    )
+
 
 _AMBIGUOUS_SHOWN = 10
 
@@ -88,6 +98,19 @@ class Store:
         with store_errors(self.url, action), self._live_engine().connect() as conn, conn.begin():
             yield conn
 
+    @contextmanager
+    def writing(self, action: str) -> Iterator[Connection]:
+        """A connection in one write transaction (SQLite: ``BEGIN IMMEDIATE``); errors are
+        StoreErrors saying ``cannot <action> run store URL``."""
+        with self._write(action) as conn:
+            yield conn
+
+    @contextmanager
+    def reading(self, action: str) -> Iterator[Connection]:
+        """A connection in one read transaction (for queries beyond this class's)."""
+        with self._read(action) as conn:
+            yield conn
+
     def _live_engine(self) -> Engine:
         if self._engine is None:
             raise StoreError(f"run store {self.url} is closed")
@@ -128,6 +151,8 @@ class Store:
                     extra=dumps({"schema_version": RECORD_SCHEMA_VERSION}),
                 )
             )
+            if tags:
+                conn.execute(run_tags.insert(), tag_rows(run_id, tags))
         return run_id
 
     def heartbeat(self, run_id: str) -> None:
@@ -276,7 +301,7 @@ class Store:
             raise StoreError(f"run id {id_or_prefix!r} is ambiguous: {shown}{more}")
         return str(found[0])
 
-    def get_record(self, id_or_prefix: str) -> dict[str, Any]:
+    def get_record(self, id_or_prefix: str, *, exact: bool = False) -> dict[str, Any]:
         """The run record (JSON-ready) of the run whose id is or starts with ``id_or_prefix``.
 
         The dict of :meth:`get_run_record`, exactly as the run was stored.
@@ -285,18 +310,21 @@ class Store:
             RunNotFound: No run matches.
             StoreError: Several runs match, or the database cannot be read.
         """
-        return self.get_run_record(id_or_prefix).to_dict()
+        return self.get_run_record(id_or_prefix, exact=exact).to_dict()
 
-    def get_run_record(self, id_or_prefix: str) -> RunRecord:
-        """The typed run record of the run whose id is or starts with ``id_or_prefix``.
+    def get_run_record(self, id_or_prefix: str, *, exact: bool = False) -> RunRecord:
+        """The typed run record of the run whose id is or starts with ``id_or_prefix``
+        (with ``exact``: whose id is ``id_or_prefix``, as a server reads an id it was given).
 
         Raises:
             RunNotFound: No run matches.
             StoreError: Several runs match, or the database cannot be read.
         """
         with self._read("read") as conn:
-            run_id = self._resolve(conn, id_or_prefix)
-            row = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().one()
+            run_id = id_or_prefix if exact else self._resolve(conn, id_or_prefix)
+            row = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
+            if row is None:
+                raise RunNotFound(f"no run with id {run_id!r}")
             window_rows = self._window_rows(conn, run_id)
             sample_rows = self._sample_rows(conn, run_id) if row["energy"] is None else None
             record = rec.build_record(
@@ -350,19 +378,16 @@ class Store:
         query = select(runs).order_by(runs.c.started_at.desc(), runs.c.id)
         if name is not None:
             query = query.where(runs.c.name == name)
-        if limit > 0 and not tag:
+        for key, value in (tag or {}).items():  # the tag index (schema 4), not a scan
+            query = query.where(tag_filter(key, value))
+        if limit > 0:
             query = query.limit(limit)
-        out: list[dict[str, Any]] = []
         now = _now()
         with self._read("list runs in") as conn:
-            for row in conn.execute(query).mappings():
-                if tag:
-                    tags = rec.loads(row["tags"], {}, f"tags of run {row['id']}")
-                    if any(tags.get(k) != v for k, v in tag.items()):
-                        continue
-                out.append(rec.summary(row, now=now, hostname=self._hostname))
-                if 0 < limit <= len(out):
-                    break
+            out = [
+                rec.summary(row, now=now, hostname=self._hostname)
+                for row in conn.execute(query).mappings()
+            ]
         for summary in out:  # unfinished: the energy integrated from its samples, as `show` says
             if summary["total_kwh"] is None and summary["status"] in ("running", "incomplete"):
                 energy = self.get_record(summary["id"]).get("energy") or {}
@@ -375,7 +400,32 @@ class Store:
         ``power_w``, the metric columns, and ``extra`` (other metrics, a dict)."""
         with self._read("read samples from") as conn:
             rows = self._sample_rows(conn, run_id)
+            if not rows:  # a run uploaded to a team server keeps its samples packed only
+                return self._block_samples(conn, run_id)
         return [sample_dict(r) for r in rows]
+
+    @staticmethod
+    def _block_samples(conn: Connection, run_id: str) -> list[dict[str, Any]]:
+        blocks = conn.execute(
+            select(sample_blocks.c.device, sample_blocks.c.component,
+                   sample_blocks.c.count, sample_blocks.c.data)
+            .where(sample_blocks.c.run_id == run_id)
+        ).all()  # fmt: skip
+        if not blocks:
+            return []
+        cols = unpack_blocks((r[0], r[1], int(r[2]), bytes(r[3])) for r in blocks)
+        names = ("time_s", "power_w", *METRIC_COLUMNS)
+        values = {n: [None if v != v else v for v in cols[n].tolist()] for n in names}
+        out = []
+        for i in range(len(cols["time_s"])):
+            item: dict[str, Any] = {
+                "device": cols["devices"][int(cols["device"][i])],
+                "component": cols["components"][int(cols["component"][i])],
+            }
+            item.update((n, values[n][i]) for n in names)
+            item["extra"] = {}
+            out.append(item)
+        return out
 
     def sample_columns(self, run_id: str) -> dict[str, Any]:
         """The run's samples ordered by time as numpy columns, in one query per call.

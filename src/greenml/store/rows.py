@@ -65,3 +65,8 @@ def window_dict(r: Row) -> dict[str, Any]:
     """A stored window as ``Store.windows`` returns it (with its ``measurement``)."""
     measurement = loads(r["measurement"], {}, f"window of run {r['run_id']}")
     return {**window_summary(r), "measurement": measurement}
+
+
+def tag_rows(run_id: str, tags: dict[str, str]) -> list[dict[str, Any]]:
+    """``run_tags`` rows of a run's tags (the index behind filtering by tag)."""
+    return [{"run_id": run_id, "key": str(k), "value": str(v)} for k, v in tags.items()]

@@ -20,8 +20,9 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 3
-"""Bump when the tables change; a database newer than the code is refused."""
+SCHEMA_VERSION = 4
+"""Bump when the tables change (and add the step to :mod:`greenml.store.migrations`);
+a database newer than the code is refused."""
 
 RUN_STATUSES = ("running", "completed", "failed", "interrupted", "incomplete")
 FINAL_STATUSES = ("completed", "failed", "interrupted", "incomplete")
@@ -60,6 +61,9 @@ runs = Table(
     Column("energy", Text, nullable=True),
     Column("environment", Text, nullable=True),
     Column("extra", Text, nullable=False),
+    # schema 4: the team server's project of the run (NULL: a local run, no project)
+    Column("project_id", Integer, nullable=True),
+    Index("ix_runs_project_started", "project_id", "started_at"),
 )
 
 windows = Table(
@@ -120,4 +124,61 @@ advisor_state = Table(
     Column("key", String(255), primary_key=True),
     Column("value", Text, nullable=False),
     Column("updated_at", Double, nullable=False),
+)
+
+projects = Table(
+    "projects",
+    metadata,
+    # schema 4: a team server's projects; every uploaded run belongs to one
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(64), nullable=False, unique=True),
+    Column("created_at", Double, nullable=False),
+)
+
+tokens = Table(
+    "tokens",
+    metadata,
+    # schema 4: API tokens, stored as the SHA-256 of the secret (never the secret itself)
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("project_id", Integer, ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("token_sha256", String(64), nullable=False, unique=True),
+    Column("prefix", String(16), nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("revoked_at", Double, nullable=True),
+)
+
+run_tags = Table(
+    "run_tags",
+    metadata,
+    # schema 4: one row per tag of a run, so filtering by tag is an indexed SQL lookup
+    # (runs.tags keeps the JSON document the record shows)
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("key", String(255), primary_key=True),
+    Column("value", Text, nullable=False),
+    Index("ix_run_tags_key_value", "key", "value"),
+)
+
+run_uploads = Table(
+    "run_uploads",
+    metadata,
+    # schema 4: a run a team server received: who sent it, when, the sender's ledger
+    # entry for it (JSON), and its totals in columns so a project's aggregates are one
+    # GROUP BY (uncertainties are absolute; NULL: not known, e.g. carbon without a location)
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("project_id", Integer, nullable=False),
+    Column("user", String(255), nullable=True),
+    Column("uploaded_at", Double, nullable=False),
+    Column("started_at", Double, nullable=False),
+    Column("energy_j", Double, nullable=True),
+    Column("energy_uncertainty_j", Double, nullable=True),
+    Column("measured_j", Double, nullable=True),  # of energy_j: from counters or sampled power
+    Column("co2_g", Double, nullable=True),
+    Column("co2_uncertainty_g", Double, nullable=True),
+    Column("cost_usd", Double, nullable=True),
+    Column("cost_uncertainty_usd", Double, nullable=True),
+    Column("ledger_entry", Text, nullable=True),
+    Index("ix_run_uploads_project_started", "project_id", "started_at"),
+    Index("ix_run_uploads_project_energy", "project_id", "energy_j"),  # top consumers
+    Index("ix_run_uploads_user", "user"),
 )

@@ -1,0 +1,90 @@
+"""Which team server finished runs go to, and with which token.
+
+Order: an explicit value (``greenml run --server``) > ``GREENML_SERVER`` /
+``GREENML_TOKEN`` > the ``[server]`` table of the config file (the one of
+:func:`greenml.accounting.location.default_config_path`)::
+
+    [server]
+    url = "https://greenml.example.org"
+    token = "gml_…"
+
+No server anywhere: runs stay local, as before. A server without a token is a
+configuration error, said once when a run is sent.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from greenml.errors import ConfigError
+
+SERVER_ENV = "GREENML_SERVER"
+TOKEN_ENV = "GREENML_TOKEN"
+KEYS = ("url", "token")
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """A team server's base URL (no trailing slash) and the token to send runs with."""
+
+    url: str
+    token: str | None
+
+    def __repr__(self) -> str:  # never print the token
+        return f"ServerSettings(url={self.url!r}, token={'set' if self.token else None})"
+
+
+def server_settings(
+    url: str | None = None, config_path: Path | None = None
+) -> ServerSettings | None:
+    """The server runs go to, or None (no server configured).
+
+    Raises:
+        ConfigError: A URL that is not http(s), or a config file that cannot be read.
+    """
+    from_file: dict[str, str] = {}
+    if not (url or os.environ.get(SERVER_ENV)) or not os.environ.get(TOKEN_ENV):
+        from greenml.accounting.location import default_config_path
+
+        from_file = read_server_config(config_path or default_config_path())
+    chosen = (url or os.environ.get(SERVER_ENV) or from_file.get("url") or "").strip()
+    if not chosen:
+        return None
+    if not chosen.startswith(("http://", "https://")):
+        raise ConfigError(f"server URL must start with http:// or https://, not {chosen!r}")
+    token = (os.environ.get(TOKEN_ENV) or from_file.get("token") or "").strip() or None
+    return ServerSettings(chosen.rstrip("/"), token)
+
+
+def read_server_config(path: Path) -> dict[str, str]:
+    """The ``[server]`` table of a TOML file ({} when the file or table is absent).
+
+    Raises:
+        ConfigError: Unreadable TOML, an unknown key, or a value that is not a string.
+    """
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"config file {path}: {exc}") from exc
+    section = data.get("server", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"config file {path}: [server] must be a table")
+    unknown = sorted(set(section) - set(KEYS))
+    if unknown:
+        raise ConfigError(f"config file {path}: unknown [server] key(s) {', '.join(unknown)}; "
+                          f"known: {', '.join(KEYS)}")  # fmt: skip
+    for key, value in section.items():
+        if not isinstance(value, str):
+            raise ConfigError(f"config file {path}: [server] {key} must be a string")
+    return {k: v for k, v in section.items() if v.strip()}

@@ -1,0 +1,26 @@
+"""The team server: a JSON API and a dashboard over one run store, per project.
+
+``greenml server`` serves :func:`greenml.server.app.create_app` with uvicorn.
+FastAPI and uvicorn come with the ``server`` extra and are imported only here::
+
+    from greenml.server.app import create_app
+    app = create_app("postgresql://greenml@db/greenml")
+
+Modules: ``app`` (assembly, errors, body limit), ``auth`` (tokens, sessions,
+project scope), ``api_runs`` (upload, list, one run), ``api_projects``
+(aggregates, reports, tokens), ``samples`` (downsampling), ``dashboard/`` (HTML).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "create_app":  # lazy: FastAPI is the server extra
+        from greenml.server.app import create_app
+
+        return create_app
+    raise AttributeError(f"module 'greenml.server' has no attribute {name!r}")
