@@ -50,7 +50,8 @@ def token() -> None:
 
 
 @token.command("create")
-@click.option("--project", required=True, metavar="NAME", help="Project the token is for (made if new).")
+@click.option("--project", required=True, metavar="NAME",
+              help="Project the token is for (made if new).")  # fmt: skip
 @click.option("--role", type=click.Choice(["read", "write", "admin"]), default="write",
               show_default=True,
               help="read: see runs; write: also upload; admin: also make tokens.")  # fmt: skip
