@@ -65,3 +65,26 @@ def test_wue_text_is_plausible_or_refused(text: str) -> None:
         assert "\n" not in str(exc)
         return
     assert math.isfinite(wue.l_per_kwh) and 0 <= wue.l_per_kwh <= WUE_MAX_L_PER_KWH
+
+
+def test_a_personal_machine_has_no_on_site_water_unless_a_wue_is_given() -> None:
+    from greenml.accounting.footprint import prepare_footprint
+    from greenml.accounting.pue import DEFAULT_PUE
+
+    carbon = {"pue": 1.0, "pue_source": DEFAULT_PUE["personal"].source,
+              "facility_energy_kwh": 2.0}  # fmt: skip
+    blocks = prepare_footprint(country="DE").blocks(
+        it_kwh=2.0, carbon=carbon, devices=[], machine_hours=1.0, year=2024
+    )
+    water = blocks["water"]
+    assert water["onsite_l"] == 0.0 and "personal machine" in water["wue_source"]
+    assert water["offsite_l"] > 0 and water["litres"] == water["offsite_l"]
+    given = prepare_footprint(country="DE", wue="0.5").blocks(
+        it_kwh=2.0, carbon=carbon, devices=[], machine_hours=1.0, year=2024
+    )
+    assert given["water"]["onsite_l"] == pytest.approx(1.0)
+    datacenter = {**carbon, "pue": 1.58, "pue_source": DEFAULT_PUE["datacenter"].source}
+    default = prepare_footprint(country="DE").blocks(
+        it_kwh=2.0, carbon=datacenter, devices=[], machine_hours=1.0, year=2024
+    )
+    assert default["water"]["onsite_l"] == pytest.approx(2.0 * 1.8)

@@ -79,8 +79,8 @@ class Footprint:
             out["carbon_market"] = {"kg": None, "status": "unavailable", "reason": str(exc)}
         facility_kwh = carbon.get("facility_energy_kwh")
         facility = float(facility_kwh) if isinstance(facility_kwh, (int, float)) else it_kwh
-        out["water"] = water_block(it_kwh, facility, self.wue, offsite_water(self.place),
-                                   self.place or "")  # fmt: skip
+        out["water"] = water_block(it_kwh, facility, self._wue_for(carbon),
+                                   offsite_water(self.place), self.place or "")  # fmt: skip
         if not isinstance(facility_kwh, (int, float)):
             out["water"]["note_energy"] = "no PUE known: off-site water on IT energy"
         life = self.lifetime_years or DEFAULT_LIFETIME_YEARS
@@ -90,6 +90,14 @@ class Footprint:
             machine_hours=machine_hours, lifetime_source=said,
         )  # fmt: skip
         return out
+
+    def _wue_for(self, carbon: Mapping[str, Any]) -> Wue:
+        """The on-site WUE: none for a personal machine unless the user gave one."""
+        from greenml.accounting.pue import DEFAULT_PUE
+        from greenml.accounting.water import DEFAULT_WUE, NO_COOLING_WUE
+
+        personal = carbon.get("pue_source") == DEFAULT_PUE["personal"].source
+        return NO_COOLING_WUE if personal and self.wue is DEFAULT_WUE else self.wue
 
     def at(self, location: str | None) -> Footprint:
         """This footprint placed where an intensity source says it is (``DE``,

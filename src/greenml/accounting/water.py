@@ -41,6 +41,10 @@ DEFAULT_WUE = Wue(
     "Data Center Energy Usage Report', LBNL-1005775, 2016); not the operator's own figure",
     0.6,
 )
+NO_COOLING_WUE = Wue(
+    0.0, "personal machine (PUE personal): no data-centre cooling, no on-site water", 0.0
+)
+"""On-site water where no facility cools the machine: the default WUE is a data centre's."""
 _AWS = (
     "AWS global data-centre WUE 2023, 0.18 L/kWh (Amazon 2023 Sustainability Report); "
     "fleet average, not the region's"
