@@ -24,7 +24,7 @@ from greenml.store import access, open_store
 
 pytest.importorskip("uvicorn")
 
-from tests.server.live import LiveServer, free_port  # noqa: E402
+from tests.server.live import LiveServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 POWER_W = {0: 300.0, 1: 150.0, 2: 300.0, 3: 250.0}  # rank 4 of 5 never reports

@@ -73,3 +73,21 @@ def test_unknown_job_bad_limit_and_no_token_are_one_line(server: Server) -> None
     assert _get(server, "A-read", "/api/v1/jobs?limit=0").status_code == 422
     assert server.client.get("/api/v1/jobs").status_code == 401  # type: ignore[attr-defined]
     assert _get(server, "A-read", "/api/v1/jobs").json() == {"project": "A", "jobs": []}
+
+
+def test_the_dashboard_lists_jobs_and_shows_one_with_its_missing_node(
+    server: Server, tmp_path: Path
+) -> None:
+    docs = [node_document(tmp_path, "bert/run 2", r, gpu_j=2000.0) for r in (0, 2)]
+    for doc in docs:
+        _upload(server, "A-write", doc)
+    listed = _get(server, "A-read", "/jobs")
+    assert listed.status_code == 200 and "bert%2Frun%202" in listed.text
+    assert "2 of 3, 1 missing" in listed.text
+    shown = _get(server, "A-read", "/jobs/bert%2Frun%202")
+    assert shown.status_code == 200, shown.text
+    assert "never reported (node ranks 1)" in shown.text
+    assert all(f'href="/runs/{d["record"]["id"]}"' in shown.text for d in docs)
+    assert "node-2" in shown.text and "kJ" in shown.text
+    assert "<script" not in shown.text
+    assert _get(server, "B-read", "/jobs/bert%2Frun%202").status_code == 404

@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 
 from greenml.jobs.summary import summarize_job
+from greenml.server.auth import Scope
 from greenml.server.state import scope, state_of
 from greenml.store.jobs import all_jobs, job_runs
 
@@ -27,15 +28,21 @@ def list_jobs(
     limit: int = Query(20, ge=1, le=MAX_JOBS),
 ) -> dict[str, Any]:
     where = scope(request, "read", project)
-    found = list(all_jobs(state_of(request).store, where.project_id).items())[:limit]
-    return {
-        "project": where.project,
-        "jobs": [summarize_job(job_id, records).to_listing() for job_id, records in found],
-    }
+    return {"project": where.project, "jobs": project_jobs(request, where, limit)}
 
 
-@router.get("/jobs/{job_id}", summary="One job added up over its nodes (as `jobs show --json`)")
+@router.get("/jobs/{job_id:path}", summary="One job added up over its nodes (as `jobs show`)")
 def get_job(request: Request, job_id: str, project: str | None = None) -> dict[str, Any]:
-    where = scope(request, "read", project)
+    return project_job(request, scope(request, "read", project), job_id)
+
+
+def project_jobs(request: Request, where: Scope, limit: int) -> list[dict[str, Any]]:
+    """The newest ``limit`` jobs of the scope's project, one listing object each."""
+    found = list(all_jobs(state_of(request).store, where.project_id).items())[:limit]
+    return [summarize_job(job_id, records).to_listing() for job_id, records in found]
+
+
+def project_job(request: Request, where: Scope, job_id: str) -> dict[str, Any]:
+    """One job of the scope's project, added up (``JobNotFound`` when it has none of its runs)."""
     records = job_runs(state_of(request).store, job_id, where.project_id)
     return summarize_job(job_id, records).to_dict()
