@@ -104,24 +104,17 @@ def show(
     """One job: energy per node and device, carbon, cost, span, nodes missing."""
     server = _server(db_url, server_url)
     if server is not None:
-        if sacct or kepler_url:
-            raise ConfigError("--sacct and --kepler compare a job read from a store: add --db "
-                              f"(this reads job {job_id!r} from the team server {server.url})")
         from greenml.jobs.remote import server_job
 
-        data = server_job(server, job_id)
-        if as_json:
-            print(json_text(data, ensure_ascii=False, indent=2))
-        else:
-            _print_job(data)
-        return
-    from greenml.cli.runs import open_ingested
-    from greenml.jobs.summary import summarize_job
-    from greenml.store.jobs import job_runs
+        summary = server_job(server, job_id)
+    else:
+        from greenml.cli.runs import open_ingested
+        from greenml.jobs.summary import summarize_job
+        from greenml.store.jobs import job_runs
 
-    with open_ingested(db_url) as store:
-        records = job_runs(store, job_id)
-    summary = summarize_job(job_id, records)
+        with open_ingested(db_url) as store:
+            records = job_runs(store, job_id)
+        summary = summarize_job(job_id, records)
     if sacct or (sacct is None and "slurm" in summary.sources):
         from greenml.jobs.sacct import compare_sacct
 

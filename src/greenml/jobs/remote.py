@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from greenml.errors import ServerReadError
+from greenml.jobs.summary import JobSummary
 from greenml.run.server_settings import ServerSettings
 
 TIMEOUT_S = 30.0
@@ -34,16 +35,18 @@ def server_jobs(settings: ServerSettings, limit: int) -> list[dict[str, Any]]:
     return jobs
 
 
-def server_job(settings: ServerSettings, job_id: str) -> dict[str, Any]:
-    """One job of the token's project, as ``jobs show --json``.
+def server_job(settings: ServerSettings, job_id: str) -> JobSummary:
+    """One job of the token's project, as the store's ``summarize_job`` would give it.
 
     Raises:
-        ServerReadError: See the module docstring.
+        ServerReadError: See the module docstring; or an answer that is not a job.
     """
     found = _get(settings, f"/api/v1/jobs/{quote(job_id, safe='')}", {})
-    if not isinstance(found.get("nodes"), list):
-        raise ServerReadError(f"{settings.url} answered job {job_id!r} without 'nodes'")
-    return found
+    try:
+        return JobSummary.from_dict(found)
+    except (KeyError, TypeError) as exc:
+        raise ServerReadError(f"{settings.url} answered job {job_id!r} in a form this greenml "
+                              f"cannot read ({type(exc).__name__}: {exc})") from None  # fmt: skip
 
 
 def _get(settings: ServerSettings, path: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -90,6 +90,16 @@ class JobSummary:
             "second_sources": self.second_sources,
         }  # fmt: skip
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobSummary:
+        """The summary back from its :meth:`to_dict` (a job read from a team server).
+
+        Raises:
+            KeyError, TypeError: ``data`` is not a job's JSON.
+        """
+        fields = {k: data[k] for k in cls.__dataclass_fields__ if k != "nodes"}
+        return cls(nodes=[NodeRun(**n) for n in data["nodes"]], **fields)
+
     def to_listing(self) -> dict[str, Any]:
         """One line of ``greenml jobs list --json`` (and of the server's ``/api/v1/jobs``)."""
         full = self.to_dict()
