@@ -110,3 +110,20 @@ def test_no_token_is_said_before_asking(monkeypatch: pytest.MonkeyPatch) -> None
         server_jobs(ServerSettings(SERVER.url, None), 5)
     assert asked == []
     assert server_jobs(SERVER, 5) == [] and asked == ["http://team.invalid/api/v1/jobs?limit=5"]
+
+
+def test_db_forces_the_store_and_db_with_server_is_refused(
+    store: Store, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from greenml.cli import main
+
+    node_run(store, {"job_id": "local-7", "node": "n0", "node_rank": 0}, gpu_j=[42.0])
+    monkeypatch.setenv("GREENML_SERVER", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("GREENML_TOKEN", "gml_test")
+    assert main(["jobs", "show", "local-7", "--json", "--db", store.url, "--no-sacct"]) == 0
+    assert '"total_j": 42.0' in capsys.readouterr().out
+    assert main(["jobs", "list", "--db", store.url, "--server", "http://127.0.0.1:9"]) == 2
+    assert "--db and --server" in capsys.readouterr().err
+    assert main(["jobs", "list"]) == 2  # the server, from GREENML_SERVER, does not answer
+    err = capsys.readouterr().err
+    assert "http://127.0.0.1:9 unreachable" in err and len(err.strip().splitlines()) == 1
