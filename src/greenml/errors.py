@@ -34,7 +34,8 @@ Every error class of the package is defined here::
     ├── AccessDenied                 a team-server token is missing, unknown or not allowed
     ├── ProjectNotFound              no team-server project has this name
     ├── RequestTooLarge              a request body is over the team server's limit
-    └── UploadError                  a run could not be sent to a team server (it waits)
+    ├── UploadError                  a run could not be sent to a team server (it waits)
+    └── ServerReadError              a team server could not be read (unreachable, 4xx, 5xx)
 
 Code that catches one of these names the narrowest class that fits; the CLI
 catches :class:`GreenmlError`. Nothing greenml raises on purpose is a bare
@@ -208,6 +209,10 @@ class UploadError(GreenmlError):
     def __init__(self, message: str, retry: bool = True) -> None:
         super().__init__(message)
         self.retry = retry
+
+
+class ServerReadError(GreenmlError):
+    """A team server did not answer a read: unreachable, a refused token, nothing there, a 5xx."""
 
 
 class ProjectNotFound(GreenmlError):

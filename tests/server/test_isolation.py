@@ -17,6 +17,9 @@ CHECKS = {
                      ("POST", "/api/v1/runs", (409,))],
     "/api/v1/runs/{run_id}": [("GET", "/api/v1/runs/{A}", (404,)),
                               ("GET", "/api/v1/runs/{A}?project=A", (403,))],
+    "/api/v1/jobs": [("GET", "/api/v1/jobs?project=A", (403,)), ("GET", "/api/v1/jobs", (200,))],
+    "/api/v1/jobs/{job_id:path}": [("GET", "/api/v1/jobs/job-of-A", (404,)),
+                              ("GET", "/api/v1/jobs/job-of-A?project=A", (403,))],
     "/api/v1/whoami": [("GET", "/api/v1/whoami", (200,))],
     "/api/v1/projects/{project}/aggregates": [("GET", "/api/v1/projects/A/aggregates", (403,))],
     "/api/v1/projects/{project}/reports/{kind}": [
@@ -30,6 +33,8 @@ CHECKS = {
     "/runs": [("GET", "/runs", (200,))],
     "/runs.csv": [("GET", "/runs.csv", (200,))],
     "/runs/{run_id}": [("GET", "/runs/{A}", (404,))],
+    "/jobs": [("GET", "/jobs", (200,))],
+    "/jobs/{job_id:path}": [("GET", "/jobs/job-of-A", (404,))],
     "/project": [("GET", "/project", (200,))],
     "/compare": [("GET", "/compare?a={A}&b={A}", (200,))],
     "/download/{kind}": [("GET", "/download/statement?run={A}", (404,))],
@@ -44,6 +49,8 @@ def test_every_route_is_checked(server: Server) -> None:
 
 def test_project_b_never_sees_or_touches_project_a(server: Server, tmp_path: Path) -> None:
     doc = local_document(tmp_path, name="secret-run-of-A", tags={"team": "a-only"})
+    doc["record"]["job"] = {"job_id": "job-of-A", "source": "option", "node": "a-node-0",
+                            "job_name": "secret-job-of-A", "node_rank": 0}  # fmt: skip
     a_id = doc["record"]["id"]
     headers_a = {"Authorization": f"Bearer {server.tokens['A-write']}"}
     assert server.client.post("/api/v1/runs", json=doc, headers=headers_a).status_code == 201
@@ -60,9 +67,13 @@ def test_project_b_never_sees_or_touches_project_a(server: Server, tmp_path: Pat
                 assert response.status_code in allowed, (role, method, url, response.text[:300])
                 assert "secret-run-of-A" not in response.text, (role, url)
                 assert "a-only" not in response.text, (role, url)
+                assert "secret-job-of-A" not in response.text, (role, url)
+                assert "a-node-0" not in response.text, (role, url)
     # and A's run is still A's, unchanged
     got = server.client.get(f"/api/v1/runs/{a_id}?points=0", headers=headers_a).json()
     assert got["project"] == "A" and got["record"]["name"] == "secret-run-of-A"
+    job = server.client.get("/api/v1/jobs/job-of-A", headers=headers_a).json()
+    assert job["job_name"] == "secret-job-of-A" and [n["run_id"] for n in job["nodes"]] == [a_id]
 
 
 def test_a_session_cookie_is_scoped_like_its_token(server: Server, tmp_path: Path) -> None:

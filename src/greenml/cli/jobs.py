@@ -2,36 +2,62 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from greenml.cli import render
-from greenml.cli.options import db_option, json_option
+from greenml.cli.options import db_option, json_option, server_read_option
+from greenml.errors import ConfigError
 from greenml.store.export import json_text
+
+if TYPE_CHECKING:
+    from greenml.run.server_settings import ServerSettings
 
 
 @click.group()
 def jobs() -> None:
-    """Jobs measured on many nodes: each node's run, added up."""
+    """Jobs measured on many nodes: each node's run, added up.
+
+    Read from the team server when one is configured (--server, $GREENML_SERVER or the
+    config file), else from the run store; --db always reads the store.
+    """
+
+
+def _server(db_url: str | None, server_url: str | None) -> ServerSettings | None:
+    """The team server to read from, or None for the store (``--db`` forces the store)."""
+    if db_url is not None:
+        if server_url is not None:
+            raise ConfigError("--db and --server name two places to read from: pass one")
+        return None
+    from greenml.run.server_settings import server_settings
+
+    return server_settings(server_url)
 
 
 @jobs.command("list")
 @db_option
+@server_read_option
 @click.option("-n", "--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
 @json_option("Print JSON lines on stdout instead of a table.")
-def list_jobs(db_url: str | None, limit: int, as_json: bool) -> None:
+def list_jobs(db_url: str | None, server_url: str | None, limit: int, as_json: bool) -> None:
     """The newest jobs, one line each (nodes seen of expected, energy, problems)."""
-    from greenml.cli.runs import open_ingested
-    from greenml.jobs.summary import summarize_job
-    from greenml.store.jobs import all_jobs
+    server = _server(db_url, server_url)
+    if server is not None:
+        from greenml.jobs.remote import server_jobs
 
-    with open_ingested(db_url) as store:
-        found = list(all_jobs(store).items())[:limit]
-    rows = [summarize_job(job_id, records).to_dict() for job_id, records in found]
+        rows = server_jobs(server, limit)
+    else:
+        from greenml.cli.runs import open_ingested
+        from greenml.jobs.summary import summarize_job
+        from greenml.store.jobs import all_jobs
+
+        with open_ingested(db_url) as store:
+            found = list(all_jobs(store).items())[:limit]
+        rows = [summarize_job(job_id, records).to_listing() for job_id, records in found]
     if as_json:
         for row in rows:
-            print(json_text(_listed(row), ensure_ascii=False))
+            print(json_text(row, ensure_ascii=False))
         return
     if not rows:
         print("no jobs stored yet: try `greenml run --job ID -- COMMAND` on each node")
@@ -54,14 +80,9 @@ def list_jobs(db_url: str | None, limit: int, as_json: bool) -> None:
     render.console().print(table)
 
 
-def _listed(row: dict[str, Any]) -> dict[str, Any]:
-    keys = ("job_id", "job_name", "sources", "seen_nodes", "expected_nodes", "missing_count",
-            "energy", "span", "problems")  # fmt: skip
-    return {k: row[k] for k in keys}
-
-
 @jobs.command("show")
 @db_option
+@server_read_option
 @click.argument("job_id")
 @click.option(
     "--sacct/--no-sacct",
@@ -77,16 +98,23 @@ def _listed(row: dict[str, Any]) -> dict[str, Any]:
 )
 @json_option("Print the job as JSON on stdout.")
 def show(
-    db_url: str | None, job_id: str, sacct: bool | None, kepler_url: str | None, as_json: bool
-) -> None:
+    db_url: str | None, server_url: str | None, job_id: str, sacct: bool | None,
+    kepler_url: str | None, as_json: bool,
+) -> None:  # fmt: skip
     """One job: energy per node and device, carbon, cost, span, nodes missing."""
-    from greenml.cli.runs import open_ingested
-    from greenml.jobs.summary import summarize_job
-    from greenml.store.jobs import job_runs
+    server = _server(db_url, server_url)
+    if server is not None:
+        from greenml.jobs.remote import server_job
 
-    with open_ingested(db_url) as store:
-        records = job_runs(store, job_id)
-    summary = summarize_job(job_id, records)
+        summary = server_job(server, job_id)
+    else:
+        from greenml.cli.runs import open_ingested
+        from greenml.jobs.summary import summarize_job
+        from greenml.store.jobs import job_runs
+
+        with open_ingested(db_url) as store:
+            records = job_runs(store, job_id)
+        summary = summarize_job(job_id, records)
     if sacct or (sacct is None and "slurm" in summary.sources):
         from greenml.jobs.sacct import compare_sacct
 

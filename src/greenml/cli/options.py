@@ -38,6 +38,14 @@ db_option = click.option(
     "(default: $GREENML_DB or the per-user SQLite file).",
 )
 
+server_read_option = click.option(
+    "--server",
+    "server_url",
+    metavar="URL",
+    help="Read from this team server (default: $GREENML_SERVER or the config file's "
+    "[server] url; token from $GREENML_TOKEN or the config file); --db reads a store instead.",
+)
+
 
 class RenamedOption(click.Option):
     """A hidden old spelling of an option: it still works, and says the new one on stderr.

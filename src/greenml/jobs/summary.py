@@ -90,6 +90,26 @@ class JobSummary:
             "second_sources": self.second_sources,
         }  # fmt: skip
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobSummary:
+        """The summary back from its :meth:`to_dict` (a job read from a team server).
+
+        Raises:
+            KeyError, TypeError: ``data`` is not a job's JSON.
+        """
+        fields = {k: data[k] for k in cls.__dataclass_fields__ if k != "nodes"}
+        return cls(nodes=[NodeRun(**n) for n in data["nodes"]], **fields)
+
+    def to_listing(self) -> dict[str, Any]:
+        """One line of ``greenml jobs list --json`` (and of the server's ``/api/v1/jobs``)."""
+        full = self.to_dict()
+        return {k: full[k] for k in LISTING_KEYS}
+
+
+LISTING_KEYS = ("job_id", "job_name", "sources", "seen_nodes", "expected_nodes", "missing_count",
+                "energy", "span", "problems")  # fmt: skip
+"""The keys of a job in a list (``jobs list --json``, ``GET /api/v1/jobs``)."""
+
 
 def _key(n: NodeRun) -> tuple[str | None, str]:
     return n.step_id, f"rank {n.node_rank}" if n.node_rank is not None else f"node {n.node}"

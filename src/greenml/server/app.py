@@ -20,6 +20,7 @@ from greenml.errors import (
     AccessDenied,
     ConfigError,
     GreenmlError,
+    JobNotFound,
     ProjectNotFound,
     RecordTypeError,
     RequestTooLarge,
@@ -27,7 +28,7 @@ from greenml.errors import (
     RunNotFound,
     StoreError,
 )
-from greenml.server import api_projects, api_runs
+from greenml.server import api_jobs, api_projects, api_runs
 from greenml.server.dashboard import pages
 from greenml.server.state import MAX_BODY_BYTES, ServerState
 from greenml.store.repository import Store
@@ -56,6 +57,7 @@ def create_app(
     )
     app.include_router(api_runs.router)
     app.include_router(api_projects.router)
+    app.include_router(api_jobs.router)
     app.include_router(pages.router)
     for cls in _STATUS:
         app.add_exception_handler(cls, _handle)
@@ -69,6 +71,7 @@ _STATUS: dict[type[GreenmlError], int] = {
     ConfigError: 400,
     RecordTypeError: 422,
     RunNotFound: 404,
+    JobNotFound: 404,
     ProjectNotFound: 404,
     RunConflict: 409,
     StoreError: 503,

@@ -18,22 +18,29 @@ from greenml.store.run_record import RunRecord
 _ANY_JOB = '"job": {'
 
 
-def job_runs(store: Store, job_id: str) -> list[RunRecord]:
+def job_runs(store: Store, job_id: str, project_id: int | None = None) -> list[RunRecord]:
     """The runs of job ``job_id`` (exactly), oldest first.
+
+    ``project_id``: only the runs of that team-server project (None: every run), so
+    that the same job id in two projects stays two jobs.
 
     Raises:
         JobNotFound: No stored run belongs to the job.
     """
     fragment = f'"job_id": {json.dumps(job_id, ensure_ascii=False)}'
-    found = [r for r in store.records_containing(fragment) if r.job and r.job.job_id == job_id]
+    found = [r for r in store.records_containing(fragment, project_id)
+             if r.job and r.job.job_id == job_id]  # fmt: skip
     if not found:
         raise JobNotFound(f"no run belongs to job {job_id!r} (see `greenml jobs list`)")
     return found
 
 
-def all_jobs(store: Store) -> dict[str, list[RunRecord]]:
-    """Every job stored, newest first (by its latest run), with its runs oldest first."""
-    return _grouped(store.records_containing(_ANY_JOB))
+def all_jobs(store: Store, project_id: int | None = None) -> dict[str, list[RunRecord]]:
+    """Every job stored, newest first (by its latest run), with its runs oldest first.
+
+    ``project_id``: only the jobs of that team-server project (None: every run's).
+    """
+    return _grouped(store.records_containing(_ANY_JOB, project_id))
 
 
 def jobs_named(store: Store, job_name: str) -> dict[str, list[RunRecord]]:

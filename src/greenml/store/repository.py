@@ -332,18 +332,20 @@ class Store:
             )
         return RunRecord.from_dict(record)
 
-    def records_containing(self, fragment: str) -> list[RunRecord]:
+    def records_containing(
+        self, fragment: str, project_id: int | None = None
+    ) -> list[RunRecord]:
         """The records whose stored extra blocks contain the text ``fragment``, oldest first.
 
         A coarse filter for the modules that look a block up (:mod:`greenml.store.jobs`):
         they check the block itself on what comes back. Three queries however many runs
-        match (runs, their windows, the samples of unfinished ones).
+        match (runs, their windows, the samples of unfinished ones). ``project_id``: only
+        the runs uploaded to that team-server project (None: every run).
         """
-        query = (
-            select(runs)
-            .where(runs.c.extra.contains(fragment, autoescape=True))
-            .order_by(runs.c.started_at, runs.c.id)
-        )
+        query = select(runs).where(runs.c.extra.contains(fragment, autoescape=True))
+        if project_id is not None:
+            query = query.where(runs.c.project_id == project_id)
+        query = query.order_by(runs.c.started_at, runs.c.id)
         now = _now()
         with self._read("read runs from") as conn:
             rows = list(conn.execute(query).mappings())

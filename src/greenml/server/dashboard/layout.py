@@ -55,7 +55,8 @@ def page(title: str, body: str, *, project: str | None = None, status: int = 200
     nav = ""
     if project is not None:
         nav = (
-            f'<a href="/runs">Runs</a><a href="/project">Project {esc(project)}</a>'
+            f'<a href="/runs">Runs</a><a href="/jobs">Jobs</a>'
+            f'<a href="/project">Project {esc(project)}</a>'
             '<a href="/compare">Compare</a>'
             '<form method="post" action="/logout"><button type="submit">Sign out</button></form>'
         )
