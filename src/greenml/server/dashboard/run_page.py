@@ -1,5 +1,6 @@
 """The run page: power per device over time, energy by method and uncertainty, carbon
-with the grid intensity over the run, cost, environment, diagnosis, ledger, downloads."""
+with the grid intensity over the run, the footprint beyond it (market-based, embodied,
+water, work done), cost, environment, diagnosis, ledger, downloads."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from greenml.report.model import Figure, Series
 from greenml.report.quantities import energy, mass, money, percent
 from greenml.report.svg import esc
 from greenml.server.api_runs import run_document
+from greenml.server.dashboard.footprint import footprint_html
 from greenml.server.dashboard.layout import figure_html, link, page, table
 from greenml.server.state import scope, state_of
 
@@ -34,6 +36,7 @@ def run_view(request: Request, run_id: str) -> Response:
         "<h2>Power</h2>", figure_html(power_figure(doc["samples"]), "power", "Power over time"),
         "<h2>Energy</h2>", _energy(record),
         "<h2>Carbon</h2>", _carbon(record),
+        "<h2>Footprint beyond location-based carbon</h2>", footprint_html(record),
         "<h2>Cost</h2>", _cost(record),
         "<h2>Diagnosis</h2>", _diagnosis(request, where.project_id, record["id"]),
         "<h2>Environment</h2>", _environment(record.get("environment") or {}),
