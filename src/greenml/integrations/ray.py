@@ -27,7 +27,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 from greenml.errors import ConfigError
-from greenml.measure.measurement import ComponentEnergy, DeviceEnergy, Measurement
+from greenml.measure.measurement import (
+    ComponentEnergy,
+    DeviceEnergy,
+    Measurement,
+    weakest_method,
+)
 from greenml.measure.sensors.base import Sensor
 
 SensorFactory = Callable[[], Sequence[Sensor]]
@@ -57,6 +62,7 @@ class RayJobReport:
     nodes: list[dict[str, Any]]
     run_ids: list[str] = field(default_factory=list)
     attribution: str = ATTRIBUTION
+    lost_nodes: list[str] = field(default_factory=list)  # node ids whose meter died with them
 
     @property
     def total_j(self) -> float:
@@ -131,9 +137,15 @@ class RayEnergy:
         self.name = name
         self.job_id = job_id
         self._meters: list[Any] = []
+        self._nodes: list[str] = []
         self._log: Any = None
         self._started_at = 0.0
-        self.report: RayJobReport | None = None  # set when a ``with`` block ends
+        self.report: RayJobReport | None = None  # set by :meth:`finish`
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` has run."""
+        return self._log is not None
 
     def start(self) -> RayEnergy:
         """Start a meter on each alive node (after ``ray.init``).
@@ -148,11 +160,13 @@ class RayEnergy:
             raise ConfigError("RayEnergy needs a Ray cluster: call ray.init() first")
         self.job_id = self.job_id or ray.get_runtime_context().get_job_id()
         self._started_at = time.time()
-        log_actor = ray.remote(num_cpus=0)(_TaskLogImpl)
-        self._log = log_actor.remote()
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        log_actor = ray.remote(num_cpus=0)(_TaskLogImpl)  # on the driver's node: outlives workers
+        self._log = log_actor.options(scheduling_strategy=here).remote()
         meter_actor = ray.remote(num_cpus=0)(_NodeMeterImpl)
         nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))  # type: ignore[no-untyped-call]
         self._meters = []
+        self._nodes = nodes
         for node in nodes:
             pinned = NodeAffinitySchedulingStrategy(node, soft=False)
             self._meters.append(
@@ -181,18 +195,37 @@ class RayEnergy:
         measured.__name__ = name
         return ray.remote(**options)(measured) if options else ray.remote(measured)
 
-    def finish(self) -> RayJobReport:
-        """Stop the meters, attribute each node's energy to its tasks, store the job."""
-        import ray
+    def log_tasks(self, rows: Sequence[tuple[str, str, str, float, float]]) -> None:
+        """Add calls made outside :meth:`remote` (task id, name, node id, start, end)."""
+        self._log.record.remote(list(rows))
 
-        finished = ray.get([m.finish.remote() for m in self._meters])
+    def finish(self) -> RayJobReport:
+        """Stop the meters, attribute each node's energy to its tasks, store the job.
+
+        A node that died during the job (its meter with it) is listed in
+        ``lost_nodes``, counted in the expected nodes and not measured. A second
+        call returns the first report.
+        """
+        import ray
+        from ray.exceptions import RayActorError
+
+        if self.report is not None:
+            return self.report
+        finished, lost = [], []
+        for node_id, meter in zip(self._nodes, self._meters, strict=True):
+            try:
+                finished.append(ray.get(meter.finish.remote()))
+            except RayActorError:
+                lost.append(node_id)
         rows = ray.get(self._log.all.remote())
         report = attribute_tasks(str(self.job_id), finished, rows)
+        report.lost_nodes = lost
         if self._store:
             report.run_ids = _store_job(report, finished, self._db_url, self.name,
                                         self._started_at)  # fmt: skip
         for actor in [*self._meters, self._log]:
             ray.kill(actor)
+        self.report = report
         return report
 
     def __enter__(self) -> RayEnergy:
@@ -200,7 +233,7 @@ class RayEnergy:
 
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:
-            self.report = self.finish()
+            self.finish()
 
 
 def attribute_tasks(
@@ -230,7 +263,8 @@ def attribute_tasks(
                                     sum(devices.values()), devices))  # fmt: skip
         out_nodes.append({"node": node["node"], "node_id": node["node_id"], "node_rank": rank,
                           "energy_j": m.total_j, "tasks": len(mine), "idle_j": idle,
-                          "duration_s": m.duration_s})  # fmt: skip
+                          "duration_s": m.duration_s, "uncertainty_rel": m.uncertainty_rel,
+                          "method": _method(m)})  # fmt: skip
     return RayJobReport(job_id, tasks, out_nodes)
 
 
@@ -250,7 +284,8 @@ def _store_job(
                        if t.node_id == info["node_id"]]  # fmt: skip
             job = {"job_id": report.job_id, "source": "ray", "job_name": name,
                    "node": info["node"], "node_source": "ray", "node_rank": info["node_rank"],
-                   "node_rank_source": "ray node order", "expected_nodes": len(report.nodes),
+                   "node_rank_source": "ray node order",
+                   "expected_nodes": len(report.nodes) + len(report.lost_nodes),
                    "expected_nodes_source": "ray.nodes()"}  # fmt: skip
             run_id = new_run_id()
             end = m.started_at.timestamp() + m.duration_s
@@ -277,3 +312,7 @@ def _task_window(task: TaskEnergy, devices: dict[str, tuple[str, str, str, float
     started = datetime.fromtimestamp(task.start_s, tz=timezone.utc)
     return Measurement(f"task/{task.name}", started, task.end_s - task.start_s,
                        {c: ComponentEnergy(d) for c, d in components.items()})  # fmt: skip
+
+
+def _method(m: Measurement) -> str:
+    return weakest_method([c.method for c in m.components.values()]) if m.components else "none"

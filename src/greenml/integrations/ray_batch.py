@@ -1,0 +1,295 @@
+"""Spot-tolerant batch inference on Ray: blocks, retries elsewhere, energy and cost per item.
+
+:func:`run_batch_inference` splits the items into blocks with stable ids
+(``0 … n-1``, in input order) and runs each block as a plain Ray task. A block
+whose node or worker died (:data:`RETRIED_ERRORS`) is retried by Ray
+(``ray_max_retries``) and, past that, resubmitted by the driver (``max_retries``),
+so a preempted node's blocks land on the nodes left. Results are kept by block
+id, the first finished attempt wins, a second finish is counted and dropped:
+each item's result appears once, in input order.
+
+Every attempt tells a small log actor (on the driver's node) when and where it
+ran. With a :class:`~greenml.integrations.ray.RayEnergy`, the attempts are its
+tasks: each one's energy is its node's power shared by time overlap, the
+winning attempts' energy is useful, the lost attempts' energy is wasted. An
+attempt on a node that died with its meter is not measured: its energy is
+estimated (mean attributed power of the measured attempts × its time) and
+labelled so.
+
+Plain Ray tasks, not ``ray.data``: Ray Data retries lost blocks inside its
+executor without telling which block ran where or how often, so neither the
+exactly-once bookkeeping by block id nor the per-attempt energy would be ours
+to state.
+
+Lazy imports: ray, when used.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from greenml.errors import ConfigError
+from greenml.integrations.ray import RayEnergy, RayJobReport
+
+PredictFn = Callable[[list[Any]], Sequence[Any]]
+TASK_NAME = "block"
+WASTE_ESTIMATE = "mean attributed power of the measured attempts x the lost attempt's time"
+
+
+def retried_errors() -> tuple[type[BaseException], ...]:
+    """The Ray errors that mean the work was lost, not wrong: the block is retried."""
+    from ray.exceptions import ActorDiedError, NodeDiedError, WorkerCrashedError
+
+    return (NodeDiedError, WorkerCrashedError, ActorDiedError)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One try of one block: where and when it ran, whether its result was kept."""
+
+    attempt_id: str
+    block_id: int
+    node_id: str
+    start_s: float
+    end_s: float
+    finished: bool  # it returned (``False``: died with its worker or node)
+    kept: bool  # its result is the block's result
+    energy_j: float | None  # attributed; ``None``: its node was lost, not measured
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """What a batch cost: items, blocks, retries, energy and cost per item.
+
+    ``energy_j`` is the attributed energy of every attempt (useful + wasted);
+    ``node_energy_j`` is what the measured nodes drew over the job, idle included.
+    """
+
+    items: int
+    blocks: int
+    attempts: int
+    retries: int
+    resubmissions: int  # the retries the driver made after Ray's own ran out
+    duplicate_finishes: int
+    energy_j: float | None = None
+    useful_energy_j: float | None = None
+    wasted_energy_j: float | None = None
+    wasted_method: str | None = None  # ``attributed`` or ``estimated`` (lost node)
+    unmeasured_attempts: int = 0
+    energy_per_item_j: float | None = None
+    node_energy_j: float | None = None
+    method: str | None = None  # ``attributed (<weakest node method>)``
+    uncertainty_rel: float | None = None  # the node measurements'; the split is a model
+    attribution: str | None = None
+    lost_nodes: tuple[str, ...] = ()
+    cost_usd: float | None = None
+    cost_per_item_usd: float | None = None
+    cost_method: str | None = None
+    job_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["lost_nodes"] = list(self.lost_nodes)
+        return out
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Each item's result once, in input order, with the report and every attempt."""
+
+    results: list[Any]
+    report: BatchReport
+    attempts: list[Attempt]
+
+
+class _AttemptLogImpl:
+    """The log actor's body: attempt id → (block id, node id, start, end or None)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[Any]] = {}
+
+    def started(self, attempt_id: str, block_id: int, node_id: str, start_s: float) -> None:
+        self.rows[attempt_id] = [block_id, node_id, start_s, None]
+
+    def ended(self, attempt_id: str, end_s: float) -> None:
+        self.rows[attempt_id][3] = end_s
+
+    def all(self) -> dict[str, list[Any]]:
+        return dict(self.rows)
+
+
+def _run_block(
+    predict_fn: PredictFn, block_id: int, items: list[Any], log: Any
+) -> tuple[int, str, list[Any]]:
+    """One attempt of one block, on a Ray worker: logged before and after."""
+    import ray
+
+    attempt_id = f"{block_id}-{uuid.uuid4().hex[:12]}"  # fresh on each Ray retry too
+    node_id = ray.get_runtime_context().get_node_id()
+    ray.get(log.started.remote(attempt_id, block_id, node_id, time.time()))
+    out = list(predict_fn(items))
+    ray.get(log.ended.remote(attempt_id, time.time()))
+    return block_id, attempt_id, out
+
+
+def run_batch_inference(
+    items: Sequence[Any],
+    predict_fn: PredictFn,
+    *,
+    block_size: int,
+    energy: RayEnergy | None = None,
+    max_retries: int = 3,
+    ray_max_retries: int = 1,
+    num_cpus: float = 1.0,
+    price_per_kwh_usd: float | None = None,
+    instance_usd_per_hour: float | None = None,
+) -> BatchResult:
+    """Run ``predict_fn`` over ``items`` block by block on the Ray cluster, spot-tolerant.
+
+    Args:
+        items: The inputs; the results come back in this order, one per item.
+        predict_fn: Maps a block (a list of items) to one result per item;
+            picklable (a module-level function).
+        block_size: Items per block (the last block may be shorter).
+        energy: Measures the nodes; started here if it is not, finished here
+            (its report at ``energy.report``).
+        max_retries: Driver resubmissions of a block after Ray's own retries.
+        ray_max_retries: Ray's ``max_retries`` for each block task.
+        num_cpus: CPUs each block task asks for.
+        price_per_kwh_usd: Cost from the energy of every attempt.
+        instance_usd_per_hour: Cost from node-hours (each measured or lost
+            node, for the job's wall-clock time); ignored with a kWh price.
+
+    Raises:
+        ConfigError: A bad argument, or ``predict_fn`` returned the wrong count.
+        ray.exceptions.RayError: A block still lost after every retry; an
+            error raised by ``predict_fn`` itself (not retried).
+    """
+    import ray
+
+    if block_size < 1 or max_retries < 0 or ray_max_retries < 0:
+        raise ConfigError("block_size must be >= 1 and retries >= 0")
+    if not ray.is_initialized():
+        raise ConfigError("run_batch_inference needs a Ray cluster: call ray.init() first")
+    if energy is not None and not energy.started:
+        energy.start()
+    blocks = [list(items[i : i + block_size]) for i in range(0, len(items), block_size)]
+    here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
+        ray.get_runtime_context().get_node_id(), soft=False
+    )
+    log: Any = ray.remote(num_cpus=0)(_AttemptLogImpl).options(scheduling_strategy=here).remote()
+    task = ray.remote(_run_block).options(
+        num_cpus=num_cpus, max_retries=ray_max_retries, retry_exceptions=False
+    )
+    alive = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
+    nodes = len(alive)
+    started = time.time()
+    fn_ref = ray.put(predict_fn)
+    pending = {task.remote(fn_ref, b, block, log): (b, 0) for b, block in enumerate(blocks)}
+    results: dict[int, tuple[str, list[Any]]] = {}
+    resubmissions = duplicates = 0
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1)
+        block_id, tries = pending.pop(done[0])
+        try:
+            _, attempt_id, out = ray.get(done[0])
+        except retried_errors():
+            if tries >= max_retries:
+                raise
+            resubmissions += 1
+            pending[task.remote(fn_ref, block_id, blocks[block_id], log)] = (block_id, tries + 1)
+            continue
+        if block_id in results:
+            duplicates += 1
+            continue
+        if len(out) != len(blocks[block_id]):
+            raise ConfigError(f"predict_fn returned {len(out)} results for a block of "
+                              f"{len(blocks[block_id])} items")  # fmt: skip
+        results[block_id] = (attempt_id, out)
+    wall_s = time.time() - started
+    attempts = _attempts(ray.get(log.all.remote()), results, time.time())
+    ray.kill(log)
+    job = None
+    if energy is not None:
+        energy.log_tasks([(a.attempt_id, TASK_NAME, a.node_id, a.start_s, a.end_s)
+                          for a in attempts])  # fmt: skip
+        job = energy.finish()
+        attempts = _with_energy(attempts, job)
+    report = _report(len(items), len(blocks), attempts, resubmissions, duplicates, job,
+                     price_per_kwh_usd, instance_usd_per_hour, wall_s, nodes)  # fmt: skip
+    flat = [r for b in range(len(blocks)) for r in results[b][1]]
+    return BatchResult(flat, report, attempts)
+
+
+def _attempts(
+    rows: dict[str, list[Any]], results: dict[int, tuple[str, list[Any]]], now: float
+) -> list[Attempt]:
+    """Every logged attempt; one that died ends when the block's next attempt began."""
+    by_block: dict[int, list[float]] = {}
+    for block_id, _node, start, _end in rows.values():
+        by_block.setdefault(block_id, []).append(start)
+    out = []
+    for attempt_id, (block_id, node_id, start, end) in sorted(rows.items(), key=lambda r: r[1][2]):
+        finished = end is not None
+        if end is None:
+            later = [s for s in by_block[block_id] if s > start]
+            end = min(later, default=now)
+        kept = results.get(block_id, ("",))[0] == attempt_id
+        out.append(Attempt(attempt_id, block_id, node_id, start, end, finished, kept, None))
+    return out
+
+
+def _with_energy(attempts: list[Attempt], job: RayJobReport) -> list[Attempt]:
+    found = {t.task_id: t.energy_j for t in job.tasks if t.name == TASK_NAME}
+    return [Attempt(a.attempt_id, a.block_id, a.node_id, a.start_s, a.end_s, a.finished,
+                    a.kept, found.get(a.attempt_id)) for a in attempts]  # fmt: skip
+
+
+def _report(
+    items: int, blocks: int, attempts: list[Attempt], resubmissions: int, duplicates: int,
+    job: RayJobReport | None, price_kwh: float | None, price_hour: float | None, wall_s: float,
+    nodes: int,
+) -> BatchReport:  # fmt: skip
+    retries = len(attempts) - len({a.block_id for a in attempts})
+    base = BatchReport(items, blocks, len(attempts), max(retries, resubmissions), resubmissions,
+                       duplicates)  # fmt: skip
+    if job is None:
+        return _with_cost(base, None, price_kwh, price_hour, wall_s, nodes)
+    measured = [a for a in attempts if a.energy_j is not None]
+    lost = [a for a in attempts if a.energy_j is None]
+    seconds = sum(a.end_s - a.start_s for a in measured)
+    mean_w = sum(a.energy_j or 0.0 for a in measured) / seconds if seconds > 0 else 0.0
+    useful = sum(a.energy_j or 0.0 for a in measured if a.kept)
+    wasted = sum(a.energy_j or 0.0 for a in measured if not a.kept)
+    wasted += sum(mean_w * (a.end_s - a.start_s) for a in lost)
+    total = useful + wasted
+    methods = sorted({n["method"] for n in job.nodes})
+    report = replace(
+        base, energy_j=total, useful_energy_j=useful, wasted_energy_j=wasted,
+        wasted_method="estimated" if lost else "attributed", unmeasured_attempts=len(lost),
+        energy_per_item_j=total / items if items else None, node_energy_j=job.total_j,
+        method=f"attributed ({', '.join(methods)})",
+        uncertainty_rel=max((float(n["uncertainty_rel"]) for n in job.nodes), default=0.0),
+        attribution=job.attribution + (f"; lost attempts: {WASTE_ESTIMATE}" if lost else ""),
+        lost_nodes=tuple(job.lost_nodes), job_id=job.job_id,
+    )  # fmt: skip
+    return _with_cost(report, total, price_kwh, price_hour, wall_s, nodes)
+
+
+def _with_cost(
+    report: BatchReport, energy_j: float | None, price_kwh: float | None,
+    price_hour: float | None, wall_s: float, nodes: int,
+) -> BatchReport:  # fmt: skip
+    if price_kwh is not None and energy_j is not None:
+        cost, method = energy_j / 3.6e6 * price_kwh, f"energy x {price_kwh} USD/kWh"
+    elif price_hour is not None and nodes:
+        cost = price_hour * nodes * wall_s / 3600
+        method = f"{nodes} nodes x {wall_s:.1f} s x {price_hour} USD/h"
+    else:
+        return report
+    per_item = cost / report.items if report.items else None
+    return replace(report, cost_usd=cost, cost_per_item_usd=per_item, cost_method=method)
