@@ -46,7 +46,7 @@ def _slow(started_dir: str, items: list[int]) -> list[str]:
     return [f"item-{i}" for i in items]
 
 
-def test_a_crashed_worker_s_block_is_retried_and_its_energy_counted_as_wasted(
+def test_a_crashed_worker_s_block_is_resubmitted_and_its_energy_counted_as_wasted(
     cluster: Any, tmp_path: Path
 ) -> None:
     from greenml.integrations.ray import RayEnergy
@@ -55,12 +55,12 @@ def test_a_crashed_worker_s_block_is_retried_and_its_energy_counted_as_wasted(
     energy = RayEnergy(sensors=node_sensors, sample_hz=20, store=False)
     out = run_batch_inference(
         list(range(20)), partial(_crash_once, str(tmp_path / "crashed")), block_size=4,
-        energy=energy, price_per_kwh_usd=0.2,
+        energy=energy, price_per_kwh_usd=0.2, ray_max_retries=0,  # the driver resubmits
     )  # fmt: skip
     assert out.results == [i * i for i in range(20)]
     report = out.report
     assert (report.items, report.blocks, report.duplicate_finishes) == (20, 5, 0)
-    assert report.retries >= 1 and report.attempts == 5 + report.retries
+    assert report.retries == report.resubmissions == 1 and report.attempts == 6
     lost = [a for a in out.attempts if not a.finished]
     assert [a.block_id for a in lost] == [1]
     assert report.wasted_method == "attributed" and report.unmeasured_attempts == 0
@@ -71,6 +71,30 @@ def test_a_crashed_worker_s_block_is_retried_and_its_energy_counted_as_wasted(
     assert report.energy_j <= (report.node_energy_j or 0.0) * 1.001  # shares of the nodes' energy
     assert report.cost_per_item_usd == pytest.approx(report.energy_per_item_j / 3.6e6 * 0.2)
     assert report.method == "attributed (counter)" and report.uncertainty_rel is not None
+
+
+def _one_short(items: list[int]) -> list[int]:
+    return items[1:]
+
+
+def _bad_item(items: list[int]) -> list[int]:
+    if 3 in items:
+        raise ValueError("item 3 is malformed")
+    return items
+
+
+def test_the_user_s_errors_are_not_retried_and_a_wrong_count_is_refused(cluster: Any) -> None:
+    from greenml.errors import ConfigError
+    from greenml.integrations.ray_batch import run_batch_inference
+
+    with pytest.raises(ConfigError, match="returned 1 results for a block of 2 items"):
+        run_batch_inference([1, 2], _one_short, block_size=2)
+    with pytest.raises(ValueError, match="item 3 is malformed"):  # Ray's error wraps the user's
+        run_batch_inference(list(range(6)), _bad_item, block_size=2)
+    with pytest.raises(ConfigError, match="block_size"):
+        run_batch_inference([1], _one_short, block_size=0)
+    out = run_batch_inference([], _one_short, block_size=3, instance_usd_per_hour=1.0)
+    assert out.results == [] and out.report.blocks == 0 and out.report.cost_per_item_usd is None
 
 
 def test_a_removed_node_s_blocks_run_elsewhere_and_each_item_comes_back_once(

@@ -192,27 +192,32 @@ def run_batch_inference(
     pending = {task.remote(fn_ref, b, block, log): (b, 0) for b, block in enumerate(blocks)}
     results: dict[int, tuple[str, list[Any]]] = {}
     resubmissions = duplicates = 0
-    while pending:
-        done, _ = ray.wait(list(pending), num_returns=1)
-        block_id, tries = pending.pop(done[0])
-        try:
-            _, attempt_id, out = ray.get(done[0])
-        except retried_errors():
-            if tries >= max_retries:
-                raise
-            resubmissions += 1
-            pending[task.remote(fn_ref, block_id, blocks[block_id], log)] = (block_id, tries + 1)
-            continue
-        if block_id in results:
-            duplicates += 1
-            continue
-        if len(out) != len(blocks[block_id]):
-            raise ConfigError(f"predict_fn returned {len(out)} results for a block of "
-                              f"{len(blocks[block_id])} items")  # fmt: skip
-        results[block_id] = (attempt_id, out)
-    wall_s = time.time() - started
-    attempts = _attempts(ray.get(log.all.remote()), results, time.time())
-    ray.kill(log)
+    try:
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            block_id, tries = pending.pop(done[0])
+            try:
+                _, attempt_id, out = ray.get(done[0])
+            except retried_errors():
+                if tries >= max_retries:
+                    raise
+                resubmissions += 1
+                again = task.remote(fn_ref, block_id, blocks[block_id], log)
+                pending[again] = (block_id, tries + 1)
+                continue
+            if block_id in results:
+                duplicates += 1
+                continue
+            if len(out) != len(blocks[block_id]):
+                raise ConfigError(f"predict_fn returned {len(out)} results for a block of "
+                                  f"{len(blocks[block_id])} items")  # fmt: skip
+            results[block_id] = (attempt_id, out)
+        wall_s = time.time() - started
+        attempts = _attempts(ray.get(log.all.remote()), results, time.time())
+    finally:
+        for ref in pending:  # after an error: the other blocks are not wanted any more
+            ray.cancel(ref)
+        ray.kill(log)
     job = None
     if energy is not None:
         energy.log_tasks([(a.attempt_id, TASK_NAME, a.node_id, a.start_s, a.end_s)
