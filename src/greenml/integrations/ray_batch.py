@@ -11,10 +11,10 @@ each item's result appears once, in input order.
 Every attempt tells a small log actor (on the driver's node) when and where it
 ran. With a :class:`~greenml.integrations.ray.RayEnergy`, the attempts are its
 tasks: each one's energy is its node's power shared by time overlap, the
-winning attempts' energy is useful, the lost attempts' energy is wasted. An
-attempt on a node that died with its meter is not measured: its energy is
-estimated (mean attributed power of the measured attempts × its time) and
-labelled so.
+winning attempts' energy is useful, the lost attempts' energy is wasted. A node
+that died with its meter counts up to its last progress report; an attempt on
+it that no report covers is estimated (mean attributed power of the measured
+attempts × its time) and labelled so.
 
 Plain Ray tasks, not ``ray.data``: Ray Data retries lost blocks inside its
 executor without telling which block ran where or how often, so neither the
@@ -37,7 +37,7 @@ from greenml.integrations.ray import RayEnergy, RayJobReport
 
 PredictFn = Callable[[list[Any]], Sequence[Any]]
 TASK_NAME = "block"
-WASTE_ESTIMATE = "mean attributed power of the measured attempts x the lost attempt's time"
+WASTE_ESTIMATE = "mean attributed power of the attempts on live nodes x the uncovered time"
 
 
 def retried_errors() -> tuple[type[BaseException], ...]:
@@ -58,7 +58,8 @@ class Attempt:
     end_s: float
     finished: bool  # it returned (``False``: died with its worker or node)
     kept: bool  # its result is the block's result
-    energy_j: float | None  # attributed; ``None``: its node was lost, not measured
+    energy_j: float | None = None  # attributed (+ estimated_j); ``None``: no RayEnergy
+    estimated_j: float = 0.0  # the part past its lost node's last report
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,9 @@ class BatchReport:
     energy_j: float | None = None
     useful_energy_j: float | None = None
     wasted_energy_j: float | None = None
-    wasted_method: str | None = None  # ``attributed`` or ``estimated`` (lost node)
-    unmeasured_attempts: int = 0
+    wasted_method: str | None = None  # ``attributed``, or ``attributed + estimated``
+    estimated_attempts: int = 0  # attempts that ran past their lost node's last report
+    estimated_energy_j: float = 0.0  # their estimated part (in energy_j too)
     energy_per_item_j: float | None = None
     node_energy_j: float | None = None
     method: str | None = None  # ``attributed (<weakest node method>)``
@@ -192,6 +194,7 @@ def run_batch_inference(
     pending = {task.remote(fn_ref, b, block, log): (b, 0) for b, block in enumerate(blocks)}
     results: dict[int, tuple[str, list[Any]]] = {}
     resubmissions = duplicates = 0
+    failed_at: dict[int, list[float]] = {}  # when the driver saw a block's attempt lost
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
@@ -199,6 +202,7 @@ def run_batch_inference(
             try:
                 _, attempt_id, out = ray.get(done[0])
             except retried_errors():
+                failed_at.setdefault(block_id, []).append(time.time())
                 if tries >= max_retries:
                     raise
                 resubmissions += 1
@@ -213,7 +217,7 @@ def run_batch_inference(
                                   f"{len(blocks[block_id])} items")  # fmt: skip
             results[block_id] = (attempt_id, out)
         wall_s = time.time() - started
-        attempts = _attempts(ray.get(log.all.remote()), results, time.time())
+        attempts = _attempts(ray.get(log.all.remote()), results, failed_at, time.time())
     finally:
         for ref in pending:  # after an error: the other blocks are not wanted any more
             ray.cancel(ref)
@@ -223,7 +227,7 @@ def run_batch_inference(
         energy.log_tasks([(a.attempt_id, TASK_NAME, a.node_id, a.start_s, a.end_s)
                           for a in attempts])  # fmt: skip
         job = energy.finish()
-        attempts = _with_energy(attempts, job)
+        attempts = _with_energy(attempts, job, energy.progress_s)
     report = _report(len(items), len(blocks), attempts, resubmissions, duplicates, job,
                      price_per_kwh_usd, instance_usd_per_hour, wall_s, nodes)  # fmt: skip
     flat = [r for b in range(len(blocks)) for r in results[b][1]]
@@ -231,10 +235,12 @@ def run_batch_inference(
 
 
 def _attempts(
-    rows: dict[str, list[Any]], results: dict[int, tuple[str, list[Any]]], now: float
-) -> list[Attempt]:
-    """Every logged attempt; one that died ends when the block's next attempt began."""
-    by_block: dict[int, list[float]] = {}
+    rows: dict[str, list[Any]], results: dict[int, tuple[str, list[Any]]],
+    failed_at: dict[int, list[float]], now: float,
+) -> list[Attempt]:  # fmt: skip
+    """Every logged attempt; one that died ends when the driver saw it lost or, for a
+    retry Ray made on its own, when the block's next attempt began (an upper bound)."""
+    by_block: dict[int, list[float]] = {b: list(t) for b, t in failed_at.items()}
     for block_id, _node, start, _end in rows.values():
         by_block.setdefault(block_id, []).append(start)
     out = []
@@ -244,14 +250,34 @@ def _attempts(
             later = [s for s in by_block[block_id] if s > start]
             end = min(later, default=now)
         kept = results.get(block_id, ("",))[0] == attempt_id
-        out.append(Attempt(attempt_id, block_id, node_id, start, end, finished, kept, None))
+        out.append(Attempt(attempt_id, block_id, node_id, start, end, finished, kept))
     return out
 
 
-def _with_energy(attempts: list[Attempt], job: RayJobReport) -> list[Attempt]:
+def _with_energy(attempts: list[Attempt], job: RayJobReport, progress_s: float) -> list[Attempt]:
+    """Each attempt's attributed energy, plus an estimate for its time no meter covered.
+
+    A lost node's meter reported up to ``end_s`` and was dead by ``end_s +
+    progress_s`` (it missed its next report): an attempt there ends by then, and
+    its time past ``end_s`` gets the mean attributed power of the attempts on
+    live nodes.
+    """
     found = {t.task_id: t.energy_j for t in job.tasks if t.name == TASK_NAME}
-    return [Attempt(a.attempt_id, a.block_id, a.node_id, a.start_s, a.end_s, a.finished,
-                    a.kept, found.get(a.attempt_id)) for a in attempts]  # fmt: skip
+    lost = set(job.lost_nodes)
+    covered = {n["node_id"]: float(n["end_s"]) for n in job.nodes}
+    live = [a for a in attempts if a.node_id not in lost]
+    seconds = sum(a.end_s - a.start_s for a in live)
+    mean_w = sum(found.get(a.attempt_id, 0.0) for a in live) / seconds if seconds > 0 else 0.0
+    out = []
+    for a in attempts:
+        estimated = 0.0
+        if a.node_id in lost:
+            seen = covered.get(a.node_id, a.start_s)
+            a = replace(a, end_s=max(a.start_s, min(a.end_s, seen + progress_s)))
+            estimated = mean_w * max(0.0, a.end_s - max(a.start_s, seen))
+        energy = found.get(a.attempt_id, 0.0) + estimated
+        out.append(replace(a, energy_j=energy, estimated_j=estimated))
+    return out
 
 
 def _report(
@@ -264,22 +290,20 @@ def _report(
                        duplicates)  # fmt: skip
     if job is None:
         return _with_cost(base, None, price_kwh, price_hour, wall_s, nodes)
-    measured = [a for a in attempts if a.energy_j is not None]
-    lost = [a for a in attempts if a.energy_j is None]
-    seconds = sum(a.end_s - a.start_s for a in measured)
-    mean_w = sum(a.energy_j or 0.0 for a in measured) / seconds if seconds > 0 else 0.0
-    useful = sum(a.energy_j or 0.0 for a in measured if a.kept)
-    wasted = sum(a.energy_j or 0.0 for a in measured if not a.kept)
-    wasted += sum(mean_w * (a.end_s - a.start_s) for a in lost)
+    useful = sum(a.energy_j or 0.0 for a in attempts if a.kept)
+    wasted = sum(a.energy_j or 0.0 for a in attempts if not a.kept)
+    estimated = [a for a in attempts if a.estimated_j > 0]
     total = useful + wasted
     methods = sorted({n["method"] for n in job.nodes})
     report = replace(
         base, energy_j=total, useful_energy_j=useful, wasted_energy_j=wasted,
-        wasted_method="estimated" if lost else "attributed", unmeasured_attempts=len(lost),
+        wasted_method="attributed + estimated" if estimated else "attributed",
+        estimated_attempts=len(estimated), estimated_energy_j=sum(a.estimated_j for a in attempts),
         energy_per_item_j=total / items if items else None, node_energy_j=job.total_j,
         method=f"attributed ({', '.join(methods)})",
         uncertainty_rel=max((float(n["uncertainty_rel"]) for n in job.nodes), default=0.0),
-        attribution=job.attribution + (f"; lost attempts: {WASTE_ESTIMATE}" if lost else ""),
+        attribution=job.attribution + (f"; past a lost node's last report: {WASTE_ESTIMATE}"
+                                       if estimated else ""),
         lost_nodes=tuple(job.lost_nodes), job_id=job.job_id,
     )  # fmt: skip
     return _with_cost(report, total, price_kwh, price_hour, wall_s, nodes)
