@@ -135,12 +135,25 @@ class _NodeMeterImpl:
                 "timelines": timelines, "devices": devices, "pid": os.getpid()}  # fmt: skip
 
 
-class _TaskLogImpl:
-    """The log actor's body: (task id, name, node id, start, end) of each finished call."""
+class TaskLog:
+    """The log actor's body (on the driver's node): what ran where, when.
+
+    ``rows``: (task id, name, node id, start, end) of each finished call;
+    ``begun``: task id -> (tag, node id, start) of each call that started, so a
+    call lost with its worker or node is still known; ``progress``: each node
+    meter's measurement so far.
+    """
 
     def __init__(self) -> None:
         self.rows: list[tuple[str, str, str, float, float]] = []
+        self.begun: dict[str, tuple[Any, str, float]] = {}
         self.progress: dict[str, dict[str, Any]] = {}
+
+    def started(self, task_id: str, tag: Any, node_id: str, start_s: float) -> None:
+        self.begun[task_id] = (tag, node_id, start_s)
+
+    def all_started(self) -> dict[str, tuple[Any, str, float]]:
+        return dict(self.begun)
 
     def node_progress(self, snapshot: dict[str, Any]) -> None:
         """A node's measurement so far, and its samples since its last report."""
@@ -159,6 +172,15 @@ class _TaskLogImpl:
 
     def all(self) -> list[tuple[str, str, str, float, float]]:
         return list(self.rows)
+
+
+def start_task_log() -> Any:
+    """A :class:`TaskLog` actor on the driver's node (it outlives the worker nodes)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    return ray.remote(num_cpus=0)(TaskLog).options(scheduling_strategy=here).remote()
 
 
 class RayEnergy:
@@ -198,6 +220,11 @@ class RayEnergy:
         return self._progress_s
 
     @property
+    def task_log(self) -> Any:
+        """The :class:`TaskLog` actor (after :meth:`start`), for callers that log calls."""
+        return self._log
+
+    @property
     def started(self) -> bool:
         """Whether :meth:`start` has run."""
         return self._log is not None
@@ -215,9 +242,7 @@ class RayEnergy:
             raise ConfigError("RayEnergy needs a Ray cluster: call ray.init() first")
         self.job_id = self.job_id or ray.get_runtime_context().get_job_id()
         self._started_at = time.time()
-        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        log_actor = ray.remote(num_cpus=0)(_TaskLogImpl)  # on the driver's node: outlives workers
-        self._log = log_actor.options(scheduling_strategy=here).remote()
+        self._log = start_task_log()
         meter_actor = ray.remote(num_cpus=0)(_NodeMeterImpl)
         nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))  # type: ignore[no-untyped-call]
         self._meters = []

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from greenml.errors import ConfigError
-from greenml.integrations.ray import RayEnergy, RayJobReport
+from greenml.integrations.ray import RayEnergy, RayJobReport, start_task_log
 
 PredictFn = Callable[[list[Any]], Sequence[Any]]
 TASK_NAME = "block"
@@ -108,34 +108,19 @@ class BatchResult:
     attempts: list[Attempt]
 
 
-class _AttemptLogImpl:
-    """The log actor's body: attempt id → (block id, node id, start, end or None)."""
-
-    def __init__(self) -> None:
-        self.rows: dict[str, list[Any]] = {}
-
-    def started(self, attempt_id: str, block_id: int, node_id: str, start_s: float) -> None:
-        self.rows[attempt_id] = [block_id, node_id, start_s, None]
-
-    def ended(self, attempt_id: str, end_s: float) -> None:
-        self.rows[attempt_id][3] = end_s
-
-    def all(self) -> dict[str, list[Any]]:
-        return dict(self.rows)
-
-
 def _run_block(
     predict_fn: PredictFn, block_id: int, items: list[Any], log: Any
-) -> tuple[int, str, list[Any]]:
-    """One attempt of one block, on a Ray worker: logged before and after."""
+) -> tuple[int, str, str, float, float, list[Any]]:
+    """One attempt of one block, on a Ray worker: logged when it starts (in case it is
+    lost), its node and times returned with its results when it finishes."""
     import ray
 
     attempt_id = f"{block_id}-{uuid.uuid4().hex[:12]}"  # fresh on each Ray retry too
     node_id = ray.get_runtime_context().get_node_id()
-    ray.get(log.started.remote(attempt_id, block_id, node_id, time.time()))
+    start = time.time()
+    log.started.remote(attempt_id, block_id, node_id, start)  # not awaited: no round trip
     out = list(predict_fn(items))
-    ray.get(log.ended.remote(attempt_id, time.time()))
-    return block_id, attempt_id, out
+    return block_id, attempt_id, node_id, start, time.time(), out
 
 
 def run_batch_inference(
@@ -180,10 +165,8 @@ def run_batch_inference(
     if energy is not None and not energy.started:
         energy.start()
     blocks = [list(items[i : i + block_size]) for i in range(0, len(items), block_size)]
-    here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
-        ray.get_runtime_context().get_node_id(), soft=False
-    )
-    log: Any = ray.remote(num_cpus=0)(_AttemptLogImpl).options(scheduling_strategy=here).remote()
+    # RayEnergy's log when there is one: starting an actor costs a process
+    log = energy.task_log if energy is not None else start_task_log()
     task = ray.remote(_run_block).options(
         num_cpus=num_cpus, max_retries=ray_max_retries, retry_exceptions=False
     )
@@ -195,33 +178,40 @@ def run_batch_inference(
     results: dict[int, tuple[str, list[Any]]] = {}
     resubmissions = duplicates = 0
     failed_at: dict[int, list[float]] = {}  # when the driver saw a block's attempt lost
+    finished: dict[str, list[Any]] = {}  # attempt id -> block id, node id, start, end
     try:
         while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            block_id, tries = pending.pop(done[0])
-            try:
-                _, attempt_id, out = ray.get(done[0])
-            except retried_errors():
-                failed_at.setdefault(block_id, []).append(time.time())
-                if tries >= max_retries:
-                    raise
-                resubmissions += 1
-                again = task.remote(fn_ref, block_id, blocks[block_id], log)
-                pending[again] = (block_id, tries + 1)
-                continue
-            if block_id in results:
-                duplicates += 1
-                continue
-            if len(out) != len(blocks[block_id]):
-                raise ConfigError(f"predict_fn returned {len(out)} results for a block of "
-                                  f"{len(blocks[block_id])} items")  # fmt: skip
-            results[block_id] = (attempt_id, out)
+            refs = list(pending)
+            done, rest = ray.wait(refs, num_returns=1)  # then every other ready one at once
+            done += ray.wait(rest, num_returns=len(rest), timeout=0)[0] if rest else []
+            for ref in done:
+                block_id, tries = pending.pop(ref)
+                try:
+                    _, attempt_id, node_id, start_s, end_s, out = ray.get(ref)
+                except retried_errors():
+                    failed_at.setdefault(block_id, []).append(time.time())
+                    if tries >= max_retries:
+                        raise
+                    resubmissions += 1
+                    again = task.remote(fn_ref, block_id, blocks[block_id], log)
+                    pending[again] = (block_id, tries + 1)
+                    continue
+                finished[attempt_id] = [block_id, node_id, start_s, end_s]
+                if block_id in results:
+                    duplicates += 1
+                    continue
+                if len(out) != len(blocks[block_id]):
+                    raise ConfigError(f"predict_fn returned {len(out)} results for a block of "
+                                      f"{len(blocks[block_id])} items")  # fmt: skip
+                results[block_id] = (attempt_id, out)
         wall_s = time.time() - started
-        attempts = _attempts(ray.get(log.all.remote()), results, failed_at, time.time())
+        logged = {k: [*v, None] for k, v in ray.get(log.all_started.remote()).items()}
+        attempts = _attempts({**logged, **finished}, results, failed_at, time.time())
     finally:
         for ref in pending:  # after an error: the other blocks are not wanted any more
             ray.cancel(ref)
-        ray.kill(log)
+        if energy is None:
+            ray.kill(log)
     job = None
     if energy is not None:
         energy.log_tasks([(a.attempt_id, TASK_NAME, a.node_id, a.start_s, a.end_s)
