@@ -216,7 +216,7 @@ def run_batch_inference(
         energy.log_tasks([(a.attempt_id, TASK_NAME, a.node_id, a.start_s, a.end_s)
                           for a in attempts])  # fmt: skip
         job = energy.finish()
-        attempts = _with_energy(attempts, job, energy.progress_s)
+        attempts = attempt_energy(attempts, job, energy.progress_s)
     report = _report(len(items), len(blocks), attempts, resubmissions, duplicates, job,
                      price_per_kwh_usd, instance_usd_per_hour, wall_s, nodes)  # fmt: skip
     flat = [r for b in range(len(blocks)) for r in results[b][1]]
@@ -243,7 +243,7 @@ def _attempts(
     return out
 
 
-def _with_energy(attempts: list[Attempt], job: RayJobReport, progress_s: float) -> list[Attempt]:
+def attempt_energy(attempts: list[Attempt], job: RayJobReport, progress_s: float) -> list[Attempt]:
     """Each attempt's attributed energy, plus an estimate for its time no meter covered.
 
     A lost node's meter reported up to ``end_s`` and was dead by ``end_s +
