@@ -2,19 +2,21 @@
 
 :func:`run_batch_inference` splits the items into blocks with stable ids
 (``0 … n-1``, in input order) and runs each block as a plain Ray task. A block
-whose node or worker died (:data:`RETRIED_ERRORS`) is retried by Ray
+whose node or worker died (:func:`retried_errors`) is retried by Ray
 (``ray_max_retries``) and, past that, resubmitted by the driver (``max_retries``),
 so a preempted node's blocks land on the nodes left. Results are kept by block
 id, the first finished attempt wins, a second finish is counted and dropped:
 each item's result appears once, in input order.
 
-Every attempt tells a small log actor (on the driver's node) when and where it
-ran. With a :class:`~greenml.integrations.ray.RayEnergy`, the attempts are its
-tasks: each one's energy is its node's power shared by time overlap, the
-winning attempts' energy is useful, the lost attempts' energy is wasted. A node
+Every attempt tells a log actor on the driver's node (RayEnergy's
+:class:`~greenml.integrations.ray.TaskLog` when there is one) where it started,
+and returns its node and times with its results. With a
+:class:`~greenml.integrations.ray.RayEnergy`, the attempts are its tasks: each
+one's energy is its node's power shared by time overlap, the winning attempts'
+energy is useful, the lost attempts' energy is wasted. A node
 that died with its meter counts up to its last progress report; an attempt on
-it that no report covers is estimated (mean attributed power of the measured
-attempts × its time) and labelled so.
+it that no report covers is estimated (mean attributed power of the attempts on
+live nodes × that time) and labelled so.
 
 Plain Ray tasks, not ``ray.data``: Ray Data retries lost blocks inside its
 executor without telling which block ran where or how often, so neither the
@@ -143,7 +145,7 @@ def run_batch_inference(
             picklable (a module-level function).
         block_size: Items per block (the last block may be shorter).
         energy: Measures the nodes; started here if it is not, finished here
-            (its report at ``energy.report``).
+            (its report at ``energy.report``); left running if the batch fails.
         max_retries: Driver resubmissions of a block after Ray's own retries.
         ray_max_retries: Ray's ``max_retries`` for each block task.
         num_cpus: CPUs each block task asks for.
