@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,38 +11,17 @@ from typing import Any
 import pytest
 
 from greenml.cli import main
+from tests.integrations.ray_cluster import local_ray_cluster
 from tests.integrations.ray_sensors import GPU_W, node_sensors
 
 ray = pytest.importorskip("ray")
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    """A local head and worker; ``ray.init`` installs a SIGTERM handler (``sys.exit(15)``)
-    in this process, and the environment is changed for the workers: both are put back."""
-    from ray.cluster_utils import Cluster
-
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-    saved_env = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_AUTH_MODE")}
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO)])
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
-    try:
-        c.add_node(num_cpus=2)
-        ray.init(address=c.address, log_to_driver=False)
-        c.wait_for_nodes()
+    """A local head and one worker node."""
+    with local_ray_cluster(workers=1) as c:
         yield c
-    finally:
-        ray.shutdown()
-        c.shutdown()
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-        for key, value in saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _work(seconds: float) -> float:
