@@ -32,8 +32,7 @@ from greenml.measure.sensors.amdsmi_gpu import (
     visible_handles,
 )
 from greenml.measure.sensors.discover import FAKE_AMDSMI_ENV, fake_module
-from greenml.optimize.cap_control import CapControl, GpuLimits, choose_gpus
-from greenml.optimize.gpu_state import default_state_file
+from greenml.optimize.cap_control import CapControl, GpuLimits
 
 AMD_PRIVILEGE_HINT = (
     "setting an AMD GPU power cap needs root: run as root (sudo -E), or set it yourself "
@@ -88,19 +87,9 @@ class AmdGpuControl(CapControl):
         amdsmi: Any | None = None,
         state_file: str | Path | None = None,
     ) -> None:
-        super().__init__()
         self._smi = load_amdsmi(amdsmi)
-        self.state_file = Path(state_file) if state_file is not None else default_state_file()
-        try:
-            self._smi.amdsmi_init()
-        except self._smi.AmdSmiException as exc:
-            raise SensorUnavailable(f"AMD SMI unavailable: {exc}") from exc
-        self._open = True
-        try:
-            chosen = choose_gpus(visible_handles(self._smi), indices, "AMD GPU(s)")
-        except ConfigError:
-            self.close()
-            raise
+        super().__init__(state_file, self._smi.amdsmi_init, self._smi.AmdSmiException, "AMD SMI")
+        chosen = self._choose(visible_handles(self._smi), indices, "AMD GPU(s)")
         self._handles = {f"gpu{i}": (i, *found) for i, found in chosen.items()}
 
     @property

@@ -20,14 +20,14 @@ import logging
 import os
 import socket
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from greenml.errors import ConfigError
-from greenml.optimize.gpu_state import locked, read_state_at, write_state
+from greenml.errors import ConfigError, SensorUnavailable
+from greenml.optimize.gpu_state import default_state_file, locked, read_state_at, write_state
 
 log = logging.getLogger(__name__)
 
@@ -128,18 +128,37 @@ def choose_gpus(
 class CapControl(ABC):
     """Sets GPU power caps, originals saved to ``state_file`` first, and restores them.
 
-    A subclass fills ``_handles`` (``gpu0`` → a tuple whose first item is the
-    ordinal), sets ``state_file`` and ``_open``, and supplies :meth:`get`,
-    :meth:`_write` and :meth:`_shutdown`.
+    A subclass opens its library through ``__init__``, fills ``_handles``
+    (``gpu0`` → a tuple whose first item is the ordinal) from :meth:`_choose`,
+    and supplies :meth:`get`, :meth:`_write` and :meth:`_shutdown`.
+
+    Args:
+        state_file: Where originals are kept (default :func:`default_state_file`).
+        init: Opens the vendor library.
+        failure: The exception ``init`` raises when the library cannot be opened.
+        library: The library as messages name it (``NVML``).
+
+    Raises:
+        SensorUnavailable: ``init`` failed.
     """
 
     vendor = "nvidia"
-    state_file: Path
-    _open: bool
     _handles: dict[str, tuple[Any, ...]]
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        state_file: str | Path | None,
+        init: Callable[[], object],
+        failure: type[BaseException],
+        library: str,
+    ) -> None:
         self._originals: dict[str, float] = {}  # uuid → original limit, for GPUs we changed
+        self.state_file = Path(state_file) if state_file is not None else default_state_file()
+        try:
+            init()
+        except failure as exc:
+            raise SensorUnavailable(f"{library} unavailable: {exc}") from exc
+        self._open = True
 
     # -- what a vendor supplies -------------------------------------------
 
@@ -232,6 +251,16 @@ class CapControl(ABC):
                 self._shutdown()
 
     # -- plumbing ----------------------------------------------------------
+
+    def _choose(
+        self, visible: Sequence[H], indices: Sequence[int] | None, noun: str = "GPU(s)"
+    ) -> dict[int, H]:
+        """:func:`choose_gpus`, the library shut down when an ordinal is not visible."""
+        try:
+            return choose_gpus(visible, indices, noun)
+        except ConfigError:
+            self.close()
+            raise
 
     def _handle(self, key: str) -> tuple[Any, ...]:
         try:

@@ -23,13 +23,12 @@ from greenml.errors import (
     PowerLimitPermissionError,
     PowerLimitUnsupported,
     SensorError,
-    SensorUnavailable,
 )
 from greenml.measure.sensors.nvml import NvmlSensor, import_nvml, visible_handles
-from greenml.optimize.cap_control import CapControl, GpuLimits, choose_gpus
+from greenml.optimize.cap_control import CapControl
+from greenml.optimize.cap_control import GpuLimits as GpuLimits
 from greenml.optimize.cap_control import check_limit as check_limit
 from greenml.optimize.cap_control import save_original as save_original
-from greenml.optimize.gpu_state import default_state_file
 
 # Testing hook: "package.module:factory" returning a pynvml-compatible object.
 FAKE_NVML_ENV = "GREENML_FAKE_NVML"
@@ -75,19 +74,9 @@ class GpuControl(CapControl):
         nvml: Any | None = None,
         state_file: str | Path | None = None,
     ) -> None:
-        super().__init__()
         self._nvml = load_nvml(nvml)
-        self.state_file = Path(state_file) if state_file is not None else default_state_file()
-        try:
-            self._nvml.nvmlInit()
-        except self._nvml.NVMLError as exc:
-            raise SensorUnavailable(f"NVML unavailable: {exc}") from exc
-        self._open = True
-        try:
-            chosen = choose_gpus(visible_handles(self._nvml), indices)
-        except ConfigError:
-            self.close()
-            raise
+        super().__init__(state_file, self._nvml.nvmlInit, self._nvml.NVMLError, "NVML")
+        chosen = self._choose(visible_handles(self._nvml), indices)
         self._handles = {f"gpu{i}": (i, handle) for i, handle in chosen.items()}
 
     # -- reading -----------------------------------------------------------
