@@ -7,7 +7,14 @@ from typing import Any
 import click
 
 from greenml.cli import render
-from greenml.cli.options import db_option, json_option, location_options, price_option, pue_option
+from greenml.cli.options import (
+    db_option,
+    json_option,
+    location_options,
+    price_option,
+    pue_number,
+    pue_option,
+)
 from greenml.errors import ConfigError
 from greenml.hardware.gpu import PRECISIONS
 from greenml.store.export import json_text
@@ -89,7 +96,7 @@ def hardware(
     if (run_id is None) == (flops is None) and run_id is None:
         raise ConfigError("give --workload RUN_ID or --flops N")
     deadline_s = _deadline_s(deadline)
-    pue_value = _pue_number(pue)
+    pue_value = pue_number(pue)
     measured_grid = None
     if run_id is not None:
         from greenml.advise.runs import load_workload
@@ -136,17 +143,6 @@ def _deadline_s(text: str | None) -> float | None:
     if seconds <= 0:
         raise ConfigError(f"--deadline {text!r} is already past")
     return seconds
-
-
-def _pue_number(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        from greenml.accounting.pue import pue_for
-
-        return pue_for(provider=text).value
 
 
 def _print(advice: Any, top: int) -> None:

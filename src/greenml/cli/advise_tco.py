@@ -15,6 +15,7 @@ from greenml.cli.options import (
     location_options,
     parse_share,
     price_option,
+    pue_number,
     pue_option,
 )
 from greenml.errors import ConfigError
@@ -95,7 +96,7 @@ def tco(**opts: Any) -> None:
     for key in ("usage", "residual_share", "idle_share"):
         flag = "--" + key.replace("_", "-")
         flags[key] = parse_share(opts[key], flag) if opts[key] is not None else None
-    flags["pue"] = _pue(opts["pue"])
+    flags["pue"] = pue_number(opts["pue"])
     for key, flag in (("checkpoint_cost", "--checkpoint-cost"), ("restart_cost", "--restart-cost")):
         text = opts[key]
         flags[key + "_s"] = parse_duration_s(text, flag, allow_zero=True) if text else None
@@ -140,17 +141,6 @@ def _trace_mean_usd_per_kwh(path: str) -> float:
     if mean < 0:
         raise ConfigError(f"--price-trace {path}: its mean price is negative ({mean:g} USD/kWh)")
     return mean
-
-
-def _pue(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        from greenml.accounting.pue import pue_for
-
-        return pue_for(provider=text).value
 
 
 def _measured(db_url: str | None, run_id: str) -> Any:

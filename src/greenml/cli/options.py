@@ -193,6 +193,20 @@ pue_option = click.option(
     metavar="NUMBER|PROVIDER",
     help="Power usage effectiveness: a number, or gcp, aws, azure, datacenter, personal.",
 )
+
+
+def pue_number(text: str | None) -> float | None:
+    """A ``--pue`` value as a number: the number given, or the named provider's PUE."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        from greenml.accounting.pue import pue_for
+
+        return pue_for(provider=text).value
+
+
 price_option = click.option(
     "--price",
     type=float,

@@ -32,8 +32,7 @@ from greenml.measure.sensors.amdsmi_gpu import (
     visible_handles,
 )
 from greenml.measure.sensors.discover import FAKE_AMDSMI_ENV, fake_module
-from greenml.optimize.gpu_control import GpuLimits, check_limit, save_original
-from greenml.optimize.gpu_state import default_state_file, locked, read_state_at, write_state
+from greenml.optimize.cap_control import CapControl, GpuLimits
 
 AMD_PRIVILEGE_HINT = (
     "setting an AMD GPU power cap needs root: run as root (sudo -E), or set it yourself "
@@ -66,7 +65,7 @@ def set_cap(smi: Any, handle: Any, limit_w: float, who: str, index: int, allowed
         raise PowerLimitError(f"{who}: setting the power cap failed: {exc}") from exc
 
 
-class AmdGpuControl:
+class AmdGpuControl(CapControl):
     """Reads and sets the power caps of the visible AMD GPUs, and restores them.
 
     Args:
@@ -89,27 +88,9 @@ class AmdGpuControl:
         state_file: str | Path | None = None,
     ) -> None:
         self._smi = load_amdsmi(amdsmi)
-        self.state_file = Path(state_file) if state_file is not None else default_state_file()
-        try:
-            self._smi.amdsmi_init()
-        except self._smi.AmdSmiException as exc:
-            raise SensorUnavailable(f"AMD SMI unavailable: {exc}") from exc
-        self._open = True
-        visible = visible_handles(self._smi)
-        chosen = range(len(visible)) if indices is None else list(dict.fromkeys(indices))
-        self._handles: dict[str, tuple[int, Any, str]] = {}
-        for i in chosen:
-            if not 0 <= i < len(visible):
-                self.close()
-                raise ConfigError(
-                    f"GPU index {i} requested but {len(visible)} AMD GPU(s) are visible"
-                )
-            self._handles[f"gpu{i}"] = (i, *visible[i])
-        self._originals: dict[str, float] = {}
-
-    @property
-    def keys(self) -> list[str]:
-        return list(self._handles)
+        super().__init__(state_file, self._smi.amdsmi_init, self._smi.AmdSmiException, "AMD SMI")
+        chosen = self._choose(visible_handles(self._smi), indices, "AMD GPU(s)")
+        self._handles = {f"gpu{i}": (i, *found) for i, found in chosen.items()}
 
     @property
     def amdsmi(self) -> Any:
@@ -118,9 +99,6 @@ class AmdGpuControl:
     def sensor(self) -> AmdGpuSensor:
         """A sensor over the controlled GPUs (for the optimizer's own Meter)."""
         return AmdGpuSensor([i for i, _, _ in self._handles.values()], amdsmi=self._smi)
-
-    def limits(self) -> list[GpuLimits]:
-        return [self.get(key) for key in self._handles]
 
     def get(self, key: str) -> GpuLimits:
         """Current, default and allowed caps of one GPU, in watts."""
@@ -139,64 +117,12 @@ class AmdGpuControl:
         except (smi.AmdSmiException, KeyError, TypeError, ValueError) as exc:
             raise SensorError(f"{key}: cannot read its power cap: {exc}") from exc
 
-    def check_permission(self) -> None:
-        """Set each cap to the value it has: AMD SMI refuses without root, nothing changes."""
-        for gpu in self.limits():
-            self._set(gpu, gpu.limit_w)
-
-    def set_limit(self, key: str, limit_w: float) -> GpuLimits:
-        gpu = self.get(key)
-        check_limit(gpu, limit_w)
-        if gpu.uuid not in self._originals:
-            self._originals[gpu.uuid] = save_original(self.state_file, gpu, vendor=self.vendor)
-        self._set(gpu, limit_w)
-        return gpu
-
-    def set_all(self, limit_w: float) -> None:
-        for gpu in self.limits():
-            check_limit(gpu, limit_w)
-        for key in self._handles:
-            self.set_limit(key, limit_w)
-
-    def restore(self) -> dict[str, float]:
-        """Put back the originals of the GPUs this object changed; {key: restored W}."""
-        restored: dict[str, float] = {}
-        if not self._originals:
-            return restored
-        with locked(self.state_file):
-            saved = read_state_at(self.state_file)
-            for key in self._handles:
-                gpu = self.get(key)
-                if gpu.uuid not in self._originals:
-                    continue
-                entry = saved.get(gpu.uuid)
-                original = float(entry["original_limit_w"]) if entry else self._originals[gpu.uuid]
-                self._set(gpu, original)
-                restored[key] = original
-                saved.pop(gpu.uuid, None)
-                del self._originals[gpu.uuid]
-            write_state(self.state_file, saved)
-        return restored
-
-    @property
-    def changed(self) -> bool:
-        return bool(self._originals)
-
-    def close(self) -> None:
-        if self._open:
-            self._open = False
-            with contextlib.suppress(Exception):
-                self._smi.amdsmi_shut_down()
-
-    def _handle(self, key: str) -> tuple[int, Any, str]:
-        try:
-            return self._handles[key]
-        except KeyError:
-            raise ConfigError(f"no GPU {key!r} here ({', '.join(self._handles)})") from None
-
-    def _set(self, gpu: GpuLimits, limit_w: float) -> None:
+    def _write(self, gpu: GpuLimits, limit_w: float) -> None:
         _, handle, _ = self._handle(gpu.key)
         set_cap(self._smi, handle, limit_w, f"{gpu.key} ({gpu.name})", gpu.index, gpu.allowed)
+
+    def _shutdown(self) -> None:
+        self._smi.amdsmi_shut_down()
 
 
 def restore_amd_entries(

@@ -37,6 +37,7 @@ from typing import Any
 from greenml.errors import SensorError, SensorUnavailable
 from greenml.measure.measurement import COUNTER, POWER_INTEGRATED
 from greenml.measure.sensors.base import Device, Sensor
+from greenml.measure.sensors.gpu_common import read_each
 
 log = logging.getLogger(__name__)
 
@@ -256,23 +257,16 @@ class AmdGpuSensor(Sensor):
 
     def _read_each(self, gpus: list[_Gpu], read: Callable[[_Gpu], Any]) -> dict[str, Any]:
         """``read`` each GPU; one that fails is a gap, all failing raises SensorError."""
-        out: dict[str, Any] = {}
-        errors: list[str] = []
         with self._lock:
-            for gpu in (g for g in gpus if not g.lost):
-                try:
-                    value = read(gpu)
-                except self._smi.AmdSmiException as exc:
-                    errors.append(f"{gpu.device.key}: {_describe(self._smi, exc)}")
-                    if error_code(self._smi, exc) == status(self._smi, "STATUS_NOT_FOUND", 31):
-                        gpu.lost = True  # the GPU left the bus: stop asking
-                        log.warning("%s disappeared; it is no longer measured", gpu.device.key)
-                    continue
-                if value is not None:
-                    out[gpu.device.key] = value
-        if gpus and not out:
-            raise SensorError(f"no AMD GPU could be read: {'; '.join(errors) or 'all are lost'}")
-        return out
+            return read_each(gpus, read, self._smi.AmdSmiException, self._failed, "AMD GPU")
+
+    def _failed(self, gpu: _Gpu, exc: BaseException) -> str:
+        """``exc`` described; a GPU that left the bus is marked lost."""
+        described = _describe(self._smi, exc)
+        if error_code(self._smi, exc) == status(self._smi, "STATUS_NOT_FOUND", 31):
+            gpu.lost = True  # the GPU left the bus: stop asking
+            log.warning("%s disappeared; it is no longer measured", gpu.device.key)
+        return described
 
     def _energy_j(self, gpu: _Gpu) -> float | None:
         count = _count(self._smi.amdsmi_get_energy_count(gpu.handle))

@@ -25,6 +25,7 @@ from typing import Any
 from greenml.errors import SensorError, SensorUnavailable
 from greenml.measure.measurement import COUNTER, POWER_INTEGRATED
 from greenml.measure.sensors.base import Device, Sensor
+from greenml.measure.sensors.gpu_common import read_each
 
 log = logging.getLogger(__name__)
 
@@ -253,20 +254,15 @@ class NvmlSensor(Sensor):
 
     def _read_each(self, gpus: list[_Gpu], read: Callable[[_Gpu], Any]) -> dict[str, Any]:
         """``read`` every GPU; a GPU that fails is left out, all failing raises."""
-        out: dict[str, Any] = {}
-        errors: list[str] = []
         with self._lock:
-            for gpu in (g for g in gpus if not g.lost):
-                try:
-                    out[gpu.device.key] = read(gpu)
-                except self._nvml.NVMLError as exc:
-                    errors.append(f"{gpu.device.key}: {exc}")
-                    if isinstance(exc, self._nvml.NVMLError_GpuIsLost):
-                        gpu.lost = True  # it needs a reset: stop asking
-                        log.warning("%s is lost; it is no longer measured", gpu.device.key)
-        if gpus and not out:
-            raise SensorError(f"no GPU could be read: {'; '.join(errors) or 'all are lost'}")
-        return out
+            return read_each(gpus, read, self._nvml.NVMLError, self._failed)
+
+    def _failed(self, gpu: _Gpu, exc: BaseException) -> str:
+        """``exc`` as text; a GPU NVML calls lost is marked so."""
+        if isinstance(exc, self._nvml.NVMLError_GpuIsLost):
+            gpu.lost = True  # it needs a reset: stop asking
+            log.warning("%s is lost; it is no longer measured", gpu.device.key)
+        return str(exc)
 
     def _energy_j(self, gpu: _Gpu) -> float:
         mj = int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(gpu.handle))
