@@ -210,15 +210,26 @@ def footprint_lines(blocks: dict[str, Any]) -> list[str]:
         lines.append(f"embodied: {co2(embodied['kg'])}{spread} (by {embodied.get('basis')})")
     water = blocks.get("water") or {}
     if water.get("litres") is not None:
-        bound = " (on-site only: a lower bound)" if water.get("offsite_l") is None else ""
-        lines.append(f"water: {water['litres']:.3g} L{bound} · WUE "
-                     f"{water.get('wue_l_per_kwh')} L/kWh")  # fmt: skip
+        wue = water.get("wue_l_per_kwh")
+        onsite = f"on-site {_litres(water.get('onsite_l'))} at WUE {wue} L/kWh"
+        offsite = ("off-site unknown: a lower bound" if water.get("offsite_l") is None
+                   else f"off-site {_litres(water['offsite_l'])} (generation)")  # fmt: skip
+        rel = water.get("uncertainty_rel")
+        spread = f" {percent(rel)}" if isinstance(rel, (int, float)) else ""
+        lines.append(f"water: {_litres(water['litres'])}{spread} ({onsite}; {offsite})")
     flops = blocks.get("flops") or {}
     if flops.get("flops") is not None:
         mfu = flops.get("mfu")
         tail = f" · MFU {mfu:.1%}" if isinstance(mfu, (int, float)) else ""
         lines.append(f"work: {flops['flops']:.3g} FLOPs {flops.get('method')}{tail}")
     return lines
+
+
+def _litres(value: Any) -> str:
+    """``0.479 mL``, ``2.5 L``: litres in a unit that fits."""
+    if not isinstance(value, (int, float)):
+        return "?"
+    return f"{value * 1000:.3g} mL" if abs(value) < 1 else f"{value:.3g} L"
 
 
 def cost_lines(block: dict[str, Any] | None, show_unknown: bool = False) -> list[str]:

@@ -1,0 +1,19 @@
+"""The run summary's footprint lines: water split into on-site and off-site, with units."""
+
+from __future__ import annotations
+
+from greenml.cli.render import footprint_lines
+
+
+def test_water_says_both_parts_in_a_unit_that_fits() -> None:
+    (line,) = footprint_lines({"water": {
+        "litres": 0.000479, "onsite_l": 0.000238, "offsite_l": 0.000241,
+        "wue_l_per_kwh": 1.8, "uncertainty_rel": 0.4}})  # fmt: skip
+    assert line == ("water: 0.479 mL ±40 % (on-site 0.238 mL at WUE 1.8 L/kWh; "
+                    "off-site 0.241 mL (generation))")  # fmt: skip
+
+
+def test_water_without_the_off_site_part_is_a_lower_bound() -> None:
+    (line,) = footprint_lines({"water": {"litres": 2.5, "onsite_l": 2.5, "offsite_l": None,
+                                         "wue_l_per_kwh": 0.18}})  # fmt: skip
+    assert line == "water: 2.5 L (on-site 2.5 L at WUE 0.18 L/kWh; off-site unknown: a lower bound)"
