@@ -17,3 +17,10 @@ def test_water_without_the_off_site_part_is_a_lower_bound() -> None:
     (line,) = footprint_lines({"water": {"litres": 2.5, "onsite_l": 2.5, "offsite_l": None,
                                          "wue_l_per_kwh": 0.18}})  # fmt: skip
     assert line == "water: 2.5 L (on-site 2.5 L at WUE 0.18 L/kWh; off-site unknown: a lower bound)"
+
+
+def test_a_machine_without_cooling_water_says_so() -> None:
+    (line,) = footprint_lines({"water": {"litres": 6.7e-05, "onsite_l": 0.0, "offsite_l": 6.7e-05,
+                                         "wue_l_per_kwh": 0.0, "uncertainty_rel": 0.52}})
+    assert line == ("water: 0.067 mL ±52 % (no on-site cooling water; "
+                    "off-site 0.067 mL (generation))")

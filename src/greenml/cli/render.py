@@ -211,7 +211,8 @@ def footprint_lines(blocks: dict[str, Any]) -> list[str]:
     water = blocks.get("water") or {}
     if water.get("litres") is not None:
         wue = water.get("wue_l_per_kwh")
-        onsite = f"on-site {_litres(water.get('onsite_l'))} at WUE {wue} L/kWh"
+        onsite = (f"on-site {_litres(water.get('onsite_l'))} at WUE {wue} L/kWh" if wue
+                  else "no on-site cooling water")  # fmt: skip
         offsite = ("off-site unknown: a lower bound" if water.get("offsite_l") is None
                    else f"off-site {_litres(water['offsite_l'])} (generation)")  # fmt: skip
         rel = water.get("uncertainty_rel")
