@@ -1,6 +1,7 @@
 """The run store: runs, their windows and samples, on SQLite or PostgreSQL.
 
-Lazy imports: numpy, only to thin long sample series.
+Reading a run's samples back (rows, packed blocks, numpy columns) is
+:mod:`greenml.store.sample_reads`.
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ from sqlalchemy import Connection, Engine, select, update
 from greenml.errors import ConfigError, RunNotFound, StoreError
 from greenml.measure.measurement import Measurement, Sample
 from greenml.store import record as rec
-from greenml.store.blocks import pack_blocks, unpack_blocks
+from greenml.store import sample_reads
+from greenml.store.blocks import pack_blocks
 from greenml.store.engine import WRITE_OPTION, init_schema, make_engine, store_errors
 from greenml.store.ids import new_run_id
 from greenml.store.rows import (
-    METRIC_COLUMNS,
     dumps,
-    sample_dict,
     sample_row,
     tag_rows,
     window_dict,
@@ -326,7 +326,7 @@ class Store:
             if row is None:
                 raise RunNotFound(f"no run with id {run_id!r}")
             window_rows = self._window_rows(conn, run_id)
-            sample_rows = self._sample_rows(conn, run_id) if row["energy"] is None else None
+            sample_rows = sample_reads.sample_rows(conn, run_id) if row["energy"] is None else None
             record = rec.build_record(
                 row, window_rows, sample_rows, now=_now(), hostname=self._hostname
             )
@@ -359,7 +359,7 @@ class Store:
             out = []
             for row in rows:
                 sample_rows = (
-                    self._sample_rows(conn, row["id"]) if row["energy"] is None else None
+                    sample_reads.sample_rows(conn, row["id"]) if row["energy"] is None else None
                 )
                 record = rec.build_record(
                     row, by_run[row["id"]], sample_rows, now=now, hostname=self._hostname
@@ -401,95 +401,12 @@ class Store:
         """The run's samples ordered by time: ``time_s``, ``device``, ``component``,
         ``power_w``, the metric columns, and ``extra`` (other metrics, a dict)."""
         with self._read("read samples from") as conn:
-            rows = self._sample_rows(conn, run_id)
-            if not rows:  # a run uploaded to a team server keeps its samples packed only
-                return self._block_samples(conn, run_id)
-        return [sample_dict(r) for r in rows]
-
-    @staticmethod
-    def _block_samples(conn: Connection, run_id: str) -> list[dict[str, Any]]:
-        blocks = conn.execute(
-            select(sample_blocks.c.device, sample_blocks.c.component,
-                   sample_blocks.c.count, sample_blocks.c.data)
-            .where(sample_blocks.c.run_id == run_id)
-        ).all()  # fmt: skip
-        if not blocks:
-            return []
-        cols = unpack_blocks((r[0], r[1], int(r[2]), bytes(r[3])) for r in blocks)
-        names = ("time_s", "power_w", *METRIC_COLUMNS)
-        values = {n: [None if v != v else v for v in cols[n].tolist()] for n in names}
-        out = []
-        for i in range(len(cols["time_s"])):
-            item: dict[str, Any] = {
-                "device": cols["devices"][int(cols["device"][i])],
-                "component": cols["components"][int(cols["component"][i])],
-            }
-            item.update((n, values[n][i]) for n in names)
-            item["extra"] = {}
-            out.append(item)
-        return out
+            return sample_reads.sample_dicts(conn, run_id)
 
     def sample_columns(self, run_id: str) -> dict[str, Any]:
-        """The run's samples ordered by time as numpy columns, in one query per call.
-
-        Returns ``time_s``, ``power_w`` and the metric columns as ``float64``
-        arrays (``nan`` where null), ``device`` and ``component`` as ``int32``
-        codes into the lists ``devices`` and ``components``. ``extra`` is left
-        out. Fast enough for millions of samples (no per-row dicts).
-        """
-        import numpy as np
-
-        names = ("time_s", "power_w", *METRIC_COLUMNS)
+        """The run's samples as numpy columns (see :func:`sample_reads.sample_columns`)."""
         with self._read("read samples from") as conn:
-            blocks = conn.execute(
-                select(
-                    sample_blocks.c.device, sample_blocks.c.component,
-                    sample_blocks.c.count, sample_blocks.c.data,
-                ).where(sample_blocks.c.run_id == run_id)
-            ).all()  # fmt: skip
-            if blocks:  # runs stored since schema 2: no per-row work at all
-                return unpack_blocks((r[0], r[1], int(r[2]), bytes(r[3])) for r in blocks)
-            if conn.dialect.name == "sqlite":
-                # One grouped SELECT; SQLite formats the floats in C, numpy parses them.
-                aggs = ", ".join(
-                    f"group_concat(coalesce({c}, 'nan'))" for c in ("t", "power_w", *METRIC_COLUMNS)
-                )
-                sql = (
-                    f"SELECT device, component, count(*), {aggs} FROM (SELECT * FROM samples "
-                    "WHERE run_id = ? ORDER BY t, id) GROUP BY device, component"
-                )
-                groups: list[Any] = list(conn.exec_driver_sql(sql, (run_id,)).all())
-                parse: Any = lambda text: np.array(text.split(","), dtype=np.float64)  # noqa: E731
-            else:
-                cols = [samples.c[c] for c in ("t", "power_w", *METRIC_COLUMNS)]
-                query = select(samples.c.device, samples.c.component, *cols).where(
-                    samples.c.run_id == run_id
-                )
-                rows = conn.execute(query.order_by(samples.c.t, samples.c.id)).all()
-                by_dev: dict[tuple[str, str], list[Any]] = {}
-                for row in rows:
-                    by_dev.setdefault((row[0], row[1]), []).append(row[2:])
-                groups = [(d, c, len(v), *zip(*v, strict=True)) for (d, c), v in by_dev.items()]  # type: ignore[misc]
-                parse = lambda values: np.array(values, dtype=np.float64)  # noqa: E731
-        out: dict[str, Any] = {"devices": [], "components": []}
-        parts: dict[str, list[Any]] = {n: [] for n in (*names, "device", "component")}
-        for code, group in enumerate(groups):
-            device, component, count = group[0], group[1], int(group[2])
-            out["devices"].append(device)
-            if component not in out["components"]:
-                out["components"].append(component)
-            parts["device"].append(np.full(count, code, dtype=np.int32))
-            comp_code = out["components"].index(component)
-            parts["component"].append(np.full(count, comp_code, dtype=np.int32))
-            for name, text in zip(names, group[3:], strict=True):
-                parts[name].append(parse(text))
-        for name, chunks in parts.items():
-            dtype = np.int32 if name in ("device", "component") else np.float64
-            out[name] = np.concatenate(chunks) if chunks else np.array([], dtype=dtype)
-        order = np.argsort(out["time_s"], kind="stable")
-        for name in parts:
-            out[name] = out[name][order]
-        return out
+            return sample_reads.sample_columns(conn, run_id)
 
     def windows(self, run_id: str) -> list[dict[str, Any]]:
         """The run's windows in insertion order, each with its full ``measurement`` dict."""
@@ -501,11 +418,6 @@ class Store:
     def _window_rows(conn: Connection, run_id: str) -> list[Any]:
         query = select(windows).where(windows.c.run_id == run_id).order_by(windows.c.id)
         return list(conn.execute(query).mappings())
-
-    @staticmethod
-    def _sample_rows(conn: Connection, run_id: str) -> list[Any]:
-        query = select(samples).where(samples.c.run_id == run_id)
-        return list(conn.execute(query.order_by(samples.c.t, samples.c.id)).mappings())
 
     # -- lifecycle ----------------------------------------------------------------------
 
