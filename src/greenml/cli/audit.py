@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from greenml.cli import render
 from greenml.cli.options import db_option, output_option
 from greenml.errors import ConfigError
 
@@ -48,13 +48,7 @@ def audit(
         scope = f"project {project}" if project else f"the newest {limit} runs"
         document = audit_document(run_audit(runs, scope))
     text = render_document(document, fmt)
-    if output is None:
-        sys.stdout.write(text)
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
+    render.write_output(text, output)
 
 
 def render_document(document: Any, fmt: str) -> str:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
+from greenml.cli import render
 from greenml.cli.options import json_option, output_option
 from greenml.errors import ConfigError
 
@@ -68,10 +68,4 @@ def bench(
     from greenml.cli.audit import render_document
 
     text = render_document(document, fmt)
-    if output is None:
-        sys.stdout.write(text)
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
+    render.write_output(text, output)

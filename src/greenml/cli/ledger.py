@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from greenml.cli import render
 from greenml.cli.options import db_option, output_option, renamed
 from greenml.errors import ConfigError
 from greenml.store.export import json_text
@@ -86,13 +87,9 @@ def export_cmd(
 
     statement = export(_ledger_path(ledger_file, db_url), key_file, head_only=head_only)
     text = json_text(statement, indent=2, ensure_ascii=False) + "\n"
+    render.write_output(text, output)
     if output is None:
-        sys.stdout.write(text)
         return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from exc
     body = statement["statement"]
     print(f"statement of {body['count']} entries (head {body['head_hash']}) written to {output}")
 
@@ -156,7 +153,6 @@ def show_cmd(ledger_file: Path | None, db_url: str | None, limit: int) -> None:
     """The newest entries of the ledger (no checks: see `greenml ledger verify`)."""
     from rich.table import Table
 
-    from greenml.cli import render
     from greenml.ledger import read_lines
 
     path = _ledger_path(ledger_file, db_url)

@@ -7,8 +7,10 @@ import re
 import sys
 import unicodedata
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from greenml.errors import ConfigError
 from greenml.measure.measurement import JOULES_PER_KWH, Measurement
 
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -271,3 +273,18 @@ def gpu_limits_table(rows: list[Any]) -> Any:
     for g in rows:
         table.add_row(g.key, g.name, f"{g.limit_w:g} W", f"{g.default_w:g} W", g.allowed, g.uuid)
     return table
+
+
+def write_output(text: str, output: Path | None) -> None:
+    """``text`` into the file ``output`` (``-o``), or on stdout when none is given.
+
+    Raises:
+        ConfigError: The file cannot be written (one line: the path and why).
+    """
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from greenml.cli import render
 from greenml.cli.options import db_option, output_option, renamed
 from greenml.errors import ConfigError
 from greenml.report.kinds import KINDS
@@ -156,13 +157,7 @@ def report(
         runs = load_runs(store, (*run_ids, *job_runs), tag)
         document = build_report(kind, runs, extra, **options)
     text = _render(document, fmt)
-    if output is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        return
-    try:
-        output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
+    render.write_output(text if text.endswith("\n") else text + "\n", output)
 
 
 def _job_runs(store: Any, job_id: str) -> list[str]:
