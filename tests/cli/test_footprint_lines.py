@@ -24,3 +24,13 @@ def test_a_machine_without_cooling_water_says_so() -> None:
                                          "wue_l_per_kwh": 0.0, "uncertainty_rel": 0.52}})
     assert line == ("water: 0.067 mL ±52 % (no on-site cooling water; "
                     "off-site 0.067 mL (generation))")
+
+
+def test_market_based_carbon_and_counted_work_carry_their_uncertainty() -> None:
+    lines = footprint_lines({
+        "carbon_market": {"status": "ok", "kg": 0.0135, "basis": "location-fallback",
+                          "uncertainty_rel": 0.25},
+        "flops": {"flops": 3.2e15, "method": "counted", "uncertainty_rel": 0.02, "mfu": 0.41},
+    })  # fmt: skip
+    assert lines[0].startswith("carbon, market-based: ") and "±25 %" in lines[0]
+    assert lines[1] == "work: 3.2e+15 FLOPs ±2 % counted · MFU 41.0%"

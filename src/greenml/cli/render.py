@@ -204,7 +204,10 @@ def footprint_lines(blocks: dict[str, Any]) -> list[str]:
     if market.get("status") == "ok" and market.get("kg") is not None:
         offsets = market.get("offsets_kg")
         held = f"; offsets {co2(offsets)} held, not subtracted" if offsets else ""
-        lines.append(f"carbon, market-based: {co2(market['kg'])} ({market.get('basis')}){held}")
+        rel = market.get("uncertainty_rel")
+        spread = f" {percent(rel)}" if isinstance(rel, (int, float)) else ""
+        lines.append(f"carbon, market-based: {co2(market['kg'])}{spread} "
+                     f"({market.get('basis')}){held}")  # fmt: skip
     embodied = blocks.get("embodied") or {}
     if embodied.get("status") == "ok" and embodied.get("kg") is not None:
         rel = embodied.get("uncertainty_rel")
@@ -224,7 +227,9 @@ def footprint_lines(blocks: dict[str, Any]) -> list[str]:
     if flops.get("flops") is not None:
         mfu = flops.get("mfu")
         tail = f" · MFU {mfu:.1%}" if isinstance(mfu, (int, float)) else ""
-        lines.append(f"work: {flops['flops']:.3g} FLOPs {flops.get('method')}{tail}")
+        rel = flops.get("uncertainty_rel")
+        spread = f" {percent(rel)}" if isinstance(rel, (int, float)) else ""
+        lines.append(f"work: {flops['flops']:.3g} FLOPs{spread} {flops.get('method')}{tail}")
     return lines
 
 
