@@ -27,10 +27,8 @@ Lazy imports: accounting, sinks and the store when the run starts or ends.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import os
-import signal
 import socket
 import sys
 import threading
@@ -43,6 +41,10 @@ from greenml.measure import events
 from greenml.measure.measurement import Measurement
 from greenml.measure.meter import Meter, WindowHandle
 from greenml.run.budget import Verdict, budget_from, check_budget
+from greenml.run.budget_watch import act_on_verdict
+from greenml.run.inprocess_options import block_ending, run_settings
+from greenml.run.run_windows import RunWindows
+from greenml.run.sigterm_guard import SigtermGuard
 from greenml.run.window_feed import WindowFeed
 
 if TYPE_CHECKING:
@@ -119,7 +121,7 @@ class Run:
     ) -> None:
         self.name = name
         self.tags = {str(k): str(v) for k, v in (tags or {}).items()}
-        pue, price, db, sample_hz, log_to = _settings(pue, price, db, sample_hz, log_to)
+        pue, price, db, sample_hz, log_to = run_settings(pue, price, db, sample_hz, log_to)
         self.budget = budget_from(budget_kwh, budget_kg, budget_usd, on_budget)
         if not tick_s > 0:
             raise ConfigError(f"tick_s must be > 0, got {tick_s!r}")
@@ -151,11 +153,10 @@ class Run:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._storing: threading.Thread | None = None
-        self._ids = itertools.count()
-        self._open: set[str] = set()
+        self._run_windows = RunWindows(self._gap)
         self._warned: set[str] = set()
         self._started_at = 0.0
-        self._previous_sigterm: Any = None
+        self._sigterm = SigtermGuard(self._stop_on_sigterm)
 
     # ------------------------------------------------------------------ life cycle
 
@@ -163,7 +164,7 @@ class Run:
         return self.start()
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        status, code = _ending(exc)
+        status, code = block_ending(exc)
         self.stop(status=status, exit_code=code)
 
     def start(self) -> Run:
@@ -216,7 +217,7 @@ class Run:
         self._tracker = ProgressTracker(None, self._started_at)
         self._feed = WindowFeed(self._accounting, self._make_sinks(), self._warn)
         events.add_listener(self._on_event)
-        self._catch_sigterm()
+        self._sigterm.catch()
         self._thread = threading.Thread(target=self._loop, name="greenml-run", daemon=True)
         self._thread.start()
         if self._store:  # last: its thread opens the store and reads the environment
@@ -358,11 +359,7 @@ class Run:
     def _release(self) -> None:
         self._stop.set()
         events.remove_listener(self._on_event)
-        if self._previous_sigterm is not None:
-            with contextlib.suppress(Exception):
-                if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
-                    signal.signal(signal.SIGTERM, self._previous_sigterm)
-            self._previous_sigterm = None
+        self._sigterm.release()
 
     # ------------------------------------------------------------------ in the loop
 
@@ -374,31 +371,9 @@ class Run:
         leaves ``w.measurement`` ``None`` (one warning, a note in the record).
         """
         meter = self._window_meter()
-        if meter is None:
-            yield WindowHandle(name)
-            return
-        # the name itself when free (a published window carries it), else a unique key
-        key = name if name not in self._open else f"{name}#{next(self._ids)}"
-        try:
-            meter.begin_window(key)
-            self._open.add(key)
-        except Exception as exc:
-            self._gap(f"window {name}", f"window {name!r} not measured: {exc!r}")
-            yield WindowHandle(name)
-            return
-        handle = WindowHandle(name)
-        try:
+        keep = None if self.joined else self._windows.append  # joined: the parent keeps it
+        with self._run_windows.measure(meter, name, keep) as handle:
             yield handle
-        finally:
-            self._open.discard(key)
-            try:
-                m = meter.end_window(key)
-                m.name = name
-                handle.measurement = m
-                if not self.joined:
-                    self._windows.append(m)
-            except Exception as exc:
-                self._gap(f"window {name}", f"window {name!r} not measured: {exc!r}")
 
     def add_window(self, measurement: Measurement) -> None:
         """Keep a window measured elsewhere on this run's Meter (the callbacks' steps)."""
@@ -495,28 +470,13 @@ class Run:
         if verdict is None:
             return
         self.budget_verdict = verdict
-        self.notes.append(verdict.message().removeprefix("greenml: "))
-        if self.budget.on_budget == "stop":
-            log.warning("%s; stopping the program (SIGTERM)", verdict.message())
-            os.kill(os.getpid(), signal.SIGTERM)
-        else:
-            log.warning("%s", verdict.message())
+        act_on_verdict(verdict, self.notes)
 
     # ------------------------------------------------------------------ failures
 
-    def _catch_sigterm(self) -> None:
-        """Without a SIGTERM handler the run would die unstored: store it, then die of it."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        with contextlib.suppress(Exception):
-            if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-                self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
-
-    def _on_sigterm(self, signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        self._previous_sigterm = None
+    def _stop_on_sigterm(self, signum: int) -> None:
+        """Without a SIGTERM handler the run would die unstored: store it (then it dies)."""
         self.stop(status="interrupted", exit_code=128 + signum)
-        os.kill(os.getpid(), signum)  # die of it, as the program would have
 
     def _gap(self, key: str, message: str) -> None:
         self.notes.append(message)
@@ -536,36 +496,3 @@ class Run:
         html: str = run_html(self)
         return html
 
-
-def _ending(exc: BaseException | None) -> tuple[str, int | None]:
-    """(status, exit code) of a ``with`` block that ended with ``exc``."""
-    if exc is None:
-        return "completed", 0
-    if isinstance(exc, SystemExit):
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if code == 0:
-            return "completed", 0
-        return ("interrupted" if code == 75 else "failed"), code
-    if isinstance(exc, KeyboardInterrupt):
-        return "interrupted", 130
-    return "failed", 1
-
-
-def _settings(
-    pue: Any, price: Any, db: Any, sample_hz: Any, log_to: Any
-) -> tuple[Any, Any, Any, float, list[Any]]:
-    """The arguments left unset, from the environment or the config file (never raises)."""
-    from greenml.config.settings import setting
-
-    given = {"run.pue": pue, "run.price": price, "store.db": db, "run.sample_hz": sample_hz,
-             "run.log_to": None if log_to is None else list(log_to)}  # fmt: skip
-    out: dict[str, Any] = {}
-    for name, value in given.items():
-        try:
-            out[name] = setting(name, value)
-        except Exception as exc:  # a bad config file must not stop the training
-            log.warning("greenml: setting %s not read: %s", name, exc)
-            out[name] = value
-    hz = out["run.sample_hz"]
-    return (out["run.pue"], out["run.price"], out["store.db"], 1.0 if hz is None else float(hz),
-            list(out["run.log_to"] or []))  # fmt: skip
