@@ -275,7 +275,7 @@ def main() -> None:
 
     loads = {
         "steady": lambda: Load(part.device),
-        "bursty": lambda: Load(part.device, on_s=15 * tick_s, off_s=25 * tick_s),
+        "bursty": lambda: Load(part.device, on_s=1.5 * tick_s, off_s=2.5 * tick_s),
     }
     phase_s = (TICKS + 9) * tick_s + 3
     status = "ok"
