@@ -319,6 +319,8 @@ class Reply:
     output_tokens: int = 0
     energy: dict[str, Any] | None = None
     error: str = ""
+    chunks: int = 0  # content chunks: the output tokens when the engine sends no usage
+    usage: bool = False
 
 
 def stream_one(client: Any, model: str, text: str, max_tokens: int) -> Reply:
@@ -332,9 +334,12 @@ def stream_one(client: Any, model: str, text: str, max_tokens: int) -> Reply:
             stream_options={"include_usage": True},
         )
         for chunk in stream:
-            if reply.first is None and chunk.choices and chunk.choices[0].delta.content:
-                reply.first = time.monotonic()
+            if chunk.choices and chunk.choices[0].delta.content:
+                reply.chunks += 1
+                if reply.first is None:
+                    reply.first = time.monotonic()
             if chunk.usage is not None:
+                reply.usage = True
                 reply.prompt_tokens = chunk.usage.prompt_tokens
                 reply.output_tokens = chunk.usage.completion_tokens
                 extra = chunk.usage.model_dump()
@@ -539,6 +544,9 @@ def main() -> None:
             replies = drive(base, model_name, streams, requests, vocab)
             ok = [r for r in replies if not r.error]
             level["errors"] = [r.error for r in replies if r.error][:5]
+            level["usage_missing"] = sum(1 for r in ok if not r.usage)
+            if level["usage_missing"]:
+                print(f"{level['usage_missing']} replies without usage: tokens counted from chunks")
             t0 = min(r.sent for r in replies)
             t1 = max(r.done for r in replies)
             out_tok = sum(r.output_tokens for r in ok)

@@ -144,7 +144,6 @@ def main() -> None:
 
     root = Path(tempfile.mkdtemp(prefix="greenml-resilience-"))
     device = part.device
-    per_run = max(5.0, part.left_s() / 3 - 1)
     total, signal_at = (TOTAL, SIGNAL_AT) if not part.smoke else (24, 9)
 
     ref = start(root / "reference", device, total)
@@ -156,11 +155,12 @@ def main() -> None:
             interrupted.send_signal(signal.SIGTERM)
             sent_at = signal_at
             break
-    rc_int, out_int, err_int = finish(interrupted, per_run)
+    reserve = 0.4 * part.left_s()  # for the resumed run, a fresh process
+    rc_int, out_int, err_int = finish(interrupted, max(3.0, part.left_s() - reserve))
     stopped_after = [int(s.split()[1]) for s in out_int.split("\n") if s.startswith("step ")]
-    rc_ref, _, err_ref = finish(ref, per_run)
+    rc_ref, _, err_ref = finish(ref, max(3.0, part.left_s() - reserve))
     resumed = start(root / "interrupted", device, total)
-    rc_res, out_res, err_res = finish(resumed, per_run)
+    rc_res, out_res, err_res = finish(resumed, max(3.0, part.left_s() - 1))
     resumed_steps = [int(s.split()[1]) for s in out_res.split("\n") if s.startswith("step ")]
 
     got = Checkpointer(root / "interrupted").load_latest()
