@@ -53,6 +53,8 @@ class Load(threading.Thread):
                 self.a @ self.b
             self._sync()
             self.products += 8
+            if self.device == "cpu":
+                time.sleep(0.001)  # smoke: leave the GIL to the threads that read
 
     def run(self) -> None:
         while not self.stop.is_set():

@@ -76,8 +76,9 @@ def test_meter_matches_the_fake_counter_and_power_integration_does_not(smoke_run
     assert figures["environment"]["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
     assert figures["device"]["method"] == "counter"
     bursty = figures["bursty"]
-    # Smoke windows are ten times shorter: "10 s" is 1 s here. The fake counter is exact.
-    assert bursty["10 s"]["rel_error"]["meter"]["max_abs"] < 0.01
+    # Smoke windows are ten times shorter: "10 s" is 1 s here. The fake counter is exact;
+    # what is left is the time between the script's read and the Meter's on a busy CPU.
+    assert bursty["10 s"]["rel_error"]["meter"]["max_abs"] < 0.03
     # The fake power steps every 0.25 s: 10 Hz sampling misses part of it.
     assert bursty["1 s"]["rel_error"]["power 10 Hz"]["mean_abs"] > 0.001
     assert figures["update_period"]["counter"]["changes"] > 10
