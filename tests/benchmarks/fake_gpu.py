@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import time
 
-from tests.fakes.fake_pynvml import FakeNvml, Phase, h100
+from tests.fakes.fake_nvml_clocks import FakeNvmlClocks
+from tests.fakes.fake_pynvml import Phase, h100
 
 STEP_S = 0.25
 STEPS = 480
 
 
-def nvml() -> FakeNvml:
-    """A fresh fake whose clock starts now."""
+def nvml() -> FakeNvmlClocks:
+    """A fresh fake whose clock starts now (with supported and lockable clocks)."""
     start = time.monotonic()
     phases = [
         Phase(i * STEP_S, 420.0 if i % 2 else 120.0, utilization=1.0 if i % 2 else 0.0)
         for i in range(STEPS)
     ]
-    return FakeNvml([h100(trace=phases)], clock=lambda: time.monotonic() - start)
+    return FakeNvmlClocks([h100(trace=phases)], clock=lambda: time.monotonic() - start)

@@ -22,21 +22,37 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "benchmarks" / "gpu" / "run_all.py"
-CORE_PARTS = ["meter_vs_counter", "sweep", "overhead", "resilience_cuda"]
+CORE_PARTS = ["meter_vs_counter", "sweep", "overhead", "resilience_cuda", "controls_dry_run"]
 
 
-def _env() -> dict[str, str]:
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """HOME and the XDG folders of the scripts' processes: nothing lands in the user's."""
+    return tmp_path_factory.mktemp("home")
+
+
+def _env(home: Path) -> dict[str, str]:
     src = str(REPO / "src")
     path = os.environ.get("PYTHONPATH")
-    return dict(os.environ, PYTHONPATH=f"{src}{os.pathsep}{path}" if path else src)
+    return dict(
+        os.environ,
+        PYTHONPATH=f"{src}{os.pathsep}{path}" if path else src,
+        HOME=str(home),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_STATE_HOME=str(home / "state"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_CACHE_HOME=str(home / "cache"),
+    )
 
 
-def _run_all(out: Path, *args: str, timeout: float = 170) -> subprocess.CompletedProcess[str]:
+def _run_all(
+    out: Path, home: Path, *args: str, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(DRIVER), str(out), *args],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=_env(home),
         cwd=REPO,
         timeout=timeout,
     )
@@ -54,9 +70,9 @@ def _log(out: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def smoke_run(tmp_path_factory: pytest.TempPathFactory, home: Path) -> Path:
     out = tmp_path_factory.mktemp("gpu-smoke")
-    proc = _run_all(out, *CORE_PARTS, "--cpu-smoke")
+    proc = _run_all(out, home, *CORE_PARTS, "--cpu-smoke")
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -98,6 +114,15 @@ def test_sweep_recommends_a_cheaper_configuration_than_naive_fp32(smoke_run: Pat
     assert figures["recommended"]["energy_per_sample_j"] <= figures["naive"]["energy_per_sample_j"]
 
 
+def test_controls_plan_in_dry_run_and_change_nothing(smoke_run: Path) -> None:
+    figures = _parts(smoke_run)["controls_dry_run"]["figures"]
+    assert figures["unchanged"] is True
+    plan = figures["runs"]["set-limit --dry-run"]["json"]
+    assert plan["dry_run"] is True
+    assert plan["changes"][0]["to_w"] == plan["changes"][0]["from_w"] - 100
+    assert figures["runs"]["lock-clocks --dry-run"]["json"]["dry_run"] is True
+
+
 def test_overhead_compares_all_variants(smoke_run: Path) -> None:
     figures = _parts(smoke_run)["overhead"]["figures"]
     assert set(figures["variants"]) == {
@@ -110,12 +135,12 @@ def test_overhead_compares_all_variants(smoke_run: Path) -> None:
     assert figures["window_pair_us"] > 0
 
 
-def test_llm_serving_measures_tokens_against_the_counter(tmp_path: Path) -> None:
+def test_llm_serving_measures_tokens_against_the_counter(tmp_path: Path, home: Path) -> None:
     if importlib.util.find_spec("openai") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("the openai package is needed (the llm extra)")
         pytest.skip("the openai package is not installed")
-    proc = _run_all(tmp_path, "llm_serving", "--cpu-smoke")
+    proc = _run_all(tmp_path, home, "llm_serving", "--cpu-smoke")
     assert proc.returncode == 0, proc.stderr
     part = _parts(tmp_path)["llm_serving"]
     assert part["status"] == "ok", _log(tmp_path)[-3000:]
@@ -128,7 +153,7 @@ def test_llm_serving_measures_tokens_against_the_counter(tmp_path: Path) -> None
     assert "proxy" in figures
 
 
-def test_without_a_gpu_a_part_says_so_and_exits_0(tmp_path: Path) -> None:
+def test_without_a_gpu_a_part_says_so_and_exits_0(tmp_path: Path, home: Path) -> None:
     pytest.importorskip("torch")
     import torch
 
@@ -138,7 +163,7 @@ def test_without_a_gpu_a_part_says_so_and_exits_0(tmp_path: Path) -> None:
         [sys.executable, str(REPO / "benchmarks/gpu/overhead.py"), "--out", str(tmp_path)],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=_env(home),
         cwd=REPO,
         timeout=60,
     )
@@ -147,7 +172,7 @@ def test_without_a_gpu_a_part_says_so_and_exits_0(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "overhead.json").read_text())["status"] == "skipped"
 
 
-def test_an_unknown_part_is_a_user_error(tmp_path: Path) -> None:
-    proc = _run_all(tmp_path, "meter", timeout=30)
+def test_an_unknown_part_is_a_user_error(tmp_path: Path, home: Path) -> None:
+    proc = _run_all(tmp_path, home, "meter", timeout=30)
     assert proc.returncode == 2
     assert "unknown part(s): meter" in proc.stderr
