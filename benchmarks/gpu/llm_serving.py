@@ -373,14 +373,21 @@ def stream_one(client: Any, model: str, text: str, max_tokens: int) -> Reply:
     return reply
 
 
-def drive(base_url: str, model: str, streams: int, requests: int, vocab: int) -> list[Reply]:
+def drive(
+    base_url: str,
+    model: str,
+    streams: int,
+    requests: int,
+    vocab: int,
+    max_tokens: int = OUTPUT_TOKENS,
+) -> list[Reply]:
     from openai import OpenAI
 
     client = OpenAI(base_url=base_url, api_key="none", max_retries=0, timeout=300.0)
     rng = random.Random(streams)
     texts = [prompt(rng, vocab) for _ in range(requests)]
     with ThreadPoolExecutor(max_workers=streams) as pool:
-        return list(pool.map(lambda t: stream_one(client, model, t, OUTPUT_TOKENS), texts))
+        return list(pool.map(lambda t: stream_one(client, model, t, max_tokens), texts))
 
 
 def latency(base_url: str, model: str, vocab: int) -> float:
@@ -495,6 +502,8 @@ def main() -> None:
             print("warm-up request failed:", warm.error, "\n" + engine.tail())
             part.finish("failed", reason=f"warm-up: {warm.error}", engine_log=engine.tail(40))
             return
+        drive(direct, model_name, 8, 8, vocab, max_tokens=8)  # batched shapes warmed too
+        part.figures["engine_warm_s"] = time.monotonic() - t
         time.sleep(1.0)
         t_idle = time.monotonic()
         time.sleep(1.0)
