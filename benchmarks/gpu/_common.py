@@ -147,7 +147,7 @@ def fmt(value: Any) -> str:
         if not math.isfinite(value):
             return "–"
         return f"{value:.4g}"
-    return str(value)
+    return str(value).replace("|", "\\|")
 
 
 def pct(value: float | None) -> str:

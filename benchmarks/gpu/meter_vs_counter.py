@@ -305,7 +305,15 @@ def main() -> None:
                 )
         part.table(
             f"{name} load: error against the NVML energy counter",
-            ["window", "method", "windows", "mean", "mean |error|", "max |error|", "mean W"],
+            [
+                "window",
+                "method",
+                "windows",
+                "mean error",
+                "mean abs error",
+                "max abs error",
+                "mean W",
+            ],
             rows,
         )
     meter.close()
