@@ -559,6 +559,11 @@ def main() -> None:
                     run.services.append(proxy)
                     base = f"http://127.0.0.1:{pport}/v1"
                     level["proxy_up_after_s"] = time.monotonic() - t_spawn
+                    banner = [ln for ln in proxy.tail(20).splitlines() if "energy of" in ln]
+                    level["proxy_banner"] = banner[-1] if banner else None
+                    if part.smoke and streams == 1:
+                        print("smoke: the proxy meters this machine, not the fake GPU, so its")
+                        print("figures cannot match the fake counter:", level["proxy_banner"])
             t_up = time.monotonic()
             if proxy is not None and streams == 1:
                 lat: dict[str, list[float]] = {"direct": [], "proxy": []}
