@@ -16,6 +16,7 @@ import json
 import math
 import os
 import platform
+import signal
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -121,7 +122,19 @@ class Part:
         print(text)
         return text
 
-    def finish(self, status: str = "ok", **extra: Any) -> None:
+    def exit_on_sigterm(self) -> None:
+        """SIGTERM (run_all's timeout) raises SystemExit: ``finally`` blocks still run."""
+
+        def stop(signum: int, frame: Any) -> None:
+            raise SystemExit(f"[{self.name}] stopped by SIGTERM")
+
+        signal.signal(signal.SIGTERM, stop)
+
+    def checkpoint(self) -> None:
+        """Write what is measured so far, so that a part stopped later keeps it."""
+        self.finish("partial", quiet=True)
+
+    def finish(self, status: str = "ok", quiet: bool = False, **extra: Any) -> None:
         """Write ``NAME.json`` (figures, tables, status) into ``--out``."""
         data = {
             "part": self.name,
@@ -136,7 +149,8 @@ class Part:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
             (out / f"{self.name}.json").write_text(json.dumps(clean(data), indent=2) + "\n")
-        print(f"[{self.name}] {status} in {data['wall_s']} s")
+        if not quiet:
+            print(f"[{self.name}] {status} in {data['wall_s']} s")
 
 
 def fmt(value: Any) -> str:

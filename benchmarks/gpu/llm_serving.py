@@ -28,7 +28,6 @@ import itertools
 import json
 import os
 import random
-import signal
 import socket
 import subprocess
 import sys
@@ -134,7 +133,7 @@ def free_port() -> int:
 
 @dataclass
 class Service:
-    """A child process in its own process group, its log, and its port."""
+    """A child process (in the part's process group, which run_all stops), its log, its port."""
 
     name: str
     port: int
@@ -148,11 +147,11 @@ class Service:
             self.stop_fn = None
         if self.proc is None or self.proc.poll() is not None:
             return
-        os.killpg(self.proc.pid, signal.SIGTERM)
+        self.proc.terminate()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.kill()
             self.proc.wait()
 
     def tail(self, lines: int = 15) -> str:
@@ -165,9 +164,7 @@ def spawn(name: str, cmd: list[str], port: int, workdir: Path) -> Service:
     log = workdir / f"{name}.log"
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True
-        )
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
     return Service(name, port, proc, log)
 
 
@@ -428,6 +425,7 @@ class Run:
 def main() -> None:
     part = Part("llm_serving", __doc__.splitlines()[0], budget_s=110)
     part.parse()
+    part.exit_on_sigterm()
     part.require_gpu()
     nvml = part.nvml()
     handle = first_handle(nvml)
@@ -650,6 +648,7 @@ def main() -> None:
                 else:
                     level["stats_error"] = stats.stderr.strip()[-500:]
             part.figures[f"streams_{streams}"] = level
+            part.checkpoint()
             s = level.get("stats") or {}
             rows.append(
                 [
@@ -693,6 +692,7 @@ def main() -> None:
     finally:
         run.close()
         counter.stop.set()
+        part.checkpoint()  # kept if SIGTERM ends the part here; the finish below replaces it
     part.finish(status)
 
 

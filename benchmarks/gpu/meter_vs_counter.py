@@ -303,6 +303,7 @@ def main() -> None:
                         g["mean_power_w"],
                     ]
                 )
+        part.checkpoint()
         part.table(
             f"{name} load: error against the NVML energy counter",
             [

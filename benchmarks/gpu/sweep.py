@@ -101,6 +101,7 @@ def main() -> None:
             part.figures[f"sweep{i + 1}"] = "failed"
             continue
         part.figures[f"sweep{i + 1}"] = {"args": args, "result": data}
+        part.checkpoint()
         results += [c for c in data["configs"] if c["status"] == "ok"]
         recommended += [r for r in data["recommendations"] if r["eta"] == 0]
     if not results:
