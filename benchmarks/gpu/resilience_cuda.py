@@ -72,7 +72,7 @@ def child(directory: str, device: str, total: int) -> None:
         if device == "cuda":
             torch.cuda.synchronize()
         print(f"step {step}", flush=True)
-        time.sleep(0.02)
+        time.sleep(0.05)  # leaves the parent time to read "step N" and signal
 
 
 def start(directory: Path, device: str, total: int) -> subprocess.Popen[str]:
@@ -140,8 +140,6 @@ def main() -> None:
     part.require_gpu()
     import tempfile
 
-    from greenml.resilience.checkpointer import Checkpointer
-
     root = Path(tempfile.mkdtemp(prefix="greenml-resilience-"))
     device = part.device
     total, signal_at = (TOTAL, SIGNAL_AT) if not part.smoke else (24, 9)
@@ -162,6 +160,8 @@ def main() -> None:
     resumed = start(root / "interrupted", device, total)
     rc_res, out_res, err_res = finish(resumed, max(3.0, part.left_s() - 1))
     resumed_steps = [int(s.split()[1]) for s in out_res.split("\n") if s.startswith("step ")]
+
+    from greenml.resilience.checkpointer import Checkpointer  # torch: after the children start
 
     got = Checkpointer(root / "interrupted").load_latest()
     want = Checkpointer(root / "reference").load_latest()
