@@ -1,0 +1,40 @@
+"""The real Slurm cluster of :mod:`tests.slurm.cluster`, once per test session.
+
+Without Slurm installed (``make test`` installs it), these tests skip with the
+reason, or fail under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.slurm.cluster import Cluster, missing_tools
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    missing = missing_tools()
+    if missing or os.geteuid() != 0:
+        why = f"a real Slurm needs {', '.join(missing)}" if missing else "a real Slurm needs root"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{why} (CI=true: the Makefile installs slurm-wlm, munge, slurmdbd)")
+        pytest.skip(why)
+    found = Cluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        found.start()
+        yield found
+    finally:
+        found.stop()
+
+
+@pytest.fixture()
+def prolog(cluster: Cluster) -> Iterator[Cluster]:
+    """The cluster with the shipped prolog and epilog switched on for this test."""
+    cluster.prolog_on.touch()
+    try:
+        yield cluster
+    finally:
+        cluster.prolog_on.unlink()
