@@ -1,17 +1,50 @@
 #!/bin/sh
 # greenml Slurm epilog: end the measurement the prolog started and let it store the run.
-# See greenml-prolog.sh for the settings. Waits at most GREENML_EPILOG_WAIT_S seconds
-# (default 30) for the run to be stored; always exits 0 (a failing epilog drains the node).
-[ -r /etc/default/greenml ] && . /etc/default/greenml
-STATE="${GREENML_STATE_DIR:-/run/greenml}/${SLURM_JOB_ID:?}"
+# See greenml-prolog.sh for the settings. A cancelled job's runs end as `interrupted`.
+# Waits at most GREENML_EPILOG_WAIT_S seconds (default 30) for the run to be stored, then
+# stops greenml's whole session (TERM, then KILL) and logs it; always exits 0 (a failing
+# epilog drains the node).
+PATH=${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
+export PATH
+SETTINGS=${GREENML_PROLOG_ENV_FILE:-/etc/default/greenml}
+if [ -r "$SETTINGS" ]; then
+    set -a
+    # shellcheck disable=SC1090
+    . "$SETTINGS"
+    set +a
+fi
+JOB=${SLURM_JOB_ID:?}
+NODE=${SLURMD_NODENAME:-$(hostname)}
+LOG=${GREENML_PROLOG_LOG:-/var/log/greenml-prolog.log}
+STATE="${GREENML_STATE_DIR:-/run/greenml}/$JOB"
 [ -d "$STATE" ] || exit 0
-touch "$STATE/stop"
+
+say() {
+    logger -t greenml-epilog "$*" 2>/dev/null
+    printf '%s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >>"$LOG" 2>/dev/null
+}
+
+how=completed
+case $(scontrol show job -o "$JOB" 2>/dev/null | tr ' ' '\n' | sed -n 's/^JobState=//p') in
+    CANCELLED*) how=cancelled ;;
+esac
+echo "$how" >"$STATE/stop.new" && mv "$STATE/stop.new" "$STATE/stop"
 pid=$(cat "$STATE/pid" 2>/dev/null)
 waited=0
-while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ "$waited" -lt "${GREENML_EPILOG_WAIT_S:-30}" ]; do
-    sleep 1
+limit=$(( ${GREENML_EPILOG_WAIT_S:-30} * 10 ))
+while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ "$waited" -lt "$limit" ]; do
+    sleep 0.1
     waited=$((waited + 1))
 done
+if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    say "job $JOB on $NODE: greenml (pid $pid) still running after" \
+        "${GREENML_EPILOG_WAIT_S:-30} s: stopping its session; its run may be incomplete"
+    kill -TERM -- "-$pid" 2>/dev/null
+    sleep 2
+    kill -KILL -- "-$pid" 2>/dev/null
+else
+    say "job $JOB on $NODE: greenml run ended ($how)"
+fi
 [ -s "$STATE/greenml.log" ] && logger -t greenml-epilog <"$STATE/greenml.log" 2>/dev/null
 rm -rf "$STATE"
 exit 0

@@ -19,6 +19,7 @@ reaches a prolog).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -27,6 +28,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -213,9 +215,29 @@ class Cluster:
                 s.bind(("127.0.0.1", port))
         self._write_settings()
 
-    def _write_settings(self) -> None:
+    @contextlib.contextmanager
+    def settings(self, *, export: bool = False, **more: str) -> Iterator[None]:
+        """The nodes' settings file with ``more`` lines (``export``: each line exported)."""
+        self._write_settings(export=export, **more)
+        try:
+            yield
+        finally:
+            self._write_settings()
+
+    def prolog_log(self) -> str:
+        """Every node's prolog and epilog log lines, node by node."""
+        return "".join(p.read_text() for p in sorted((self.root / "log").glob("greenml-prolog-*")))
+
+    def _write_settings(self, *, export: bool = False, **more: str) -> None:
         """The nodes' greenml settings file (no ``export``: read as settings all the same)."""
-        self.env_file.write_text("\n".join([
+        lines = self._settings_lines() + [f"{k}={v}" for k, v in more.items()]
+        prefix = "export " if export else ""
+        self.env_file.write_text("".join(
+            f"{prefix}{line}\n" if "=" in line and not line.startswith("#") else f"{line}\n"
+            for line in lines))  # fmt: skip
+
+    def _settings_lines(self) -> list[str]:
+        return [
             "# the nodes' /etc/default/greenml, written by the test harness",
             f"GREENML_DB={self.db_url}",
             f"GREENML_BIN='{sys.executable} -m greenml'",
@@ -226,8 +248,7 @@ class Cluster:
             "GREENML_RUN_OPTIONS='--gpus none --sample-hz 5'",
             f"GREENML_STATE_DIR={self.root / 'node-state'}/$SLURMD_NODENAME",
             f"GREENML_PROLOG_LOG={self.root / 'log'}/greenml-prolog-$SLURMD_NODENAME.log",
-            "",
-        ]))  # fmt: skip
+        ]
 
     def _start_munge(self) -> None:
         key = self.root / "munge.key"
