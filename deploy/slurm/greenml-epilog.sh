@@ -24,10 +24,18 @@ say() {
     printf '%s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >>"$LOG" 2>/dev/null
 }
 
+# How the job ended: scontrol says only COMPLETING during the epilog, so ask the
+# accounting (sacct), which may lag the cancel by a moment (at most 2 s here).
 how=completed
-case $(scontrol show job -o "$JOB" 2>/dev/null | tr ' ' '\n' | sed -n 's/^JobState=//p') in
-    CANCELLED*) how=cancelled ;;
-esac
+tries=0
+while [ "$tries" -lt 10 ] && command -v sacct >/dev/null; do
+    state=$(sacct -n -X -P -o State -j "$JOB" 2>/dev/null | head -n 1)
+    case $state in
+        CANCELLED*) how=cancelled; break ;;
+        RUNNING*|PENDING*|"") sleep 0.2; tries=$((tries + 1)) ;;
+        *) break ;;
+    esac
+done
 echo "$how" >"$STATE/stop.new" && mv "$STATE/stop.new" "$STATE/stop"
 pid=$(cat "$STATE/pid" 2>/dev/null)
 waited=0
@@ -39,9 +47,9 @@ done
 if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
     say "job $JOB on $NODE: greenml (pid $pid) still running after" \
         "${GREENML_EPILOG_WAIT_S:-30} s: stopping its session; its run may be incomplete"
-    kill -TERM -- "-$pid" 2>/dev/null
+    pkill -TERM -s "$pid" 2>/dev/null  # its session: greenml and the command it watches
     sleep 2
-    kill -KILL -- "-$pid" 2>/dev/null
+    pkill -KILL -s "$pid" 2>/dev/null
 else
     say "job $JOB on $NODE: greenml run ended ($how)"
 fi

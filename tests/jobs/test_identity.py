@@ -36,8 +36,8 @@ def test_job_given_as_slurms_own_keeps_step_name_array_and_the_steps_node_count(
     env = {"SLURM_JOB_ID": "12", "SLURM_STEP_ID": "1", "SLURM_JOB_NAME": "sweep",
            "SLURM_ARRAY_JOB_ID": "10", "SLURM_ARRAY_TASK_ID": "2", "SLURM_NODEID": "1",
            "SLURM_STEP_NUM_NODES": "2", "SLURM_JOB_NUM_NODES": "4"}  # fmt: skip
-    for given in ("12", "10_2"):
-        block = job_identity(JobRequest(job_id=given), env, include_hostname=False)
+    for asked in ("12", "10_2"):
+        block = job_identity(JobRequest(job_id=asked), env, include_hostname=False)
         assert block is not None
         assert (block["source"], block["step_id"], block["job_name"], block["scheduler"]) == (
             "option", "1", "sweep", "slurm")  # fmt: skip

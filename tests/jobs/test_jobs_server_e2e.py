@@ -94,7 +94,7 @@ def test_four_nodes_through_the_server_are_one_job(
     assert job["job_id"] == "777" and job["job_name"] == "llama" and job["sources"] == ["slurm"]
     assert job["expected_nodes"] == 5 and job["seen_nodes"] == 4
     assert job["missing_nodes"] == [4] and job["missing_count"] == 1
-    assert job["problems"] == ["1 of 5 expected node(s) never reported (node ranks 4)"]
+    assert job["problems"] == ["1 of 5 expected node(s) of step 0 never reported (node ranks 4)"]
     by_rank = {n["node_rank"]: n for n in job["nodes"]}
     assert sorted(by_rank) == [0, 1, 2, 3]
     assert {n["run_id"] for n in job["nodes"]} == {r["id"] for r in records}

@@ -329,10 +329,8 @@ def _pid_from(path: Path, timeout: float) -> int:
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
 
 
 def _reap(pid: int, timeout: float = 15) -> None:
@@ -343,10 +341,8 @@ def _reap(pid: int, timeout: float = 15) -> None:
         except ProcessLookupError:
             return
         time.sleep(0.1)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _tail(path: Path, lines: int = 15) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +88,75 @@ def test_prolog_and_in_script_srun_count_each_node_once(prolog: Cluster) -> None
     assert all("whole allocation" in n["not_counted_why"] for n in inner)
     assert data["energy"]["status"] == "ok" and data["energy"]["total_j"] > 0
     assert data["problems"] == [] and data["conflicts"] == []
+
+
+def test_two_steps_with_job_given_are_two_steps_not_a_conflict(cluster: Cluster) -> None:
+    run = f'srun -N4 -n4 {GREENML} run -q --gpus none --sample-hz 5 --job "$SLURM_JOB_ID"'
+    job = _srun_job(cluster, f"{run} -- sleep 1\n{run} -- sleep 1", "-N4", "--job-name=steps")
+    data = cluster.job_json(job, "--no-sacct")
+    assert [(n["step_id"], n["node_rank"]) for n in data["nodes"]] == [
+        (step, rank) for step in ("0", "1") for rank in range(4)]  # fmt: skip
+    assert all(n["counted"] for n in data["nodes"]) and data["conflicts"] == []
+    assert data["problems"] == [] and data["energy"]["total_j"] > 0
+    shown = cluster.greenml("jobs", "show", job, "--db", cluster.db_url, "--no-sacct")
+    rows = [line.split()[0] for line in shown.splitlines()[3:11]]
+    assert shown.splitlines()[1].startswith("step") and rows == ["0"] * 4 + ["1"] * 4, shown
+
+
+def test_a_narrow_step_then_a_wide_one_is_neither_missing_nodes_nor_elastic(
+    cluster: Cluster,
+) -> None:
+    run = f"{GREENML} run -q --gpus none --sample-hz 5 -- sleep 1"
+    job = _srun_job(cluster, f"srun -N2 -n2 {run}\nsrun -N4 -n4 {run}", "-N4")
+    data = cluster.job_json(job, "--no-sacct")
+    assert [(n["step_id"], n["node_rank"]) for n in data["nodes"]] == [
+        ("0", 0), ("0", 1), ("1", 0), ("1", 1), ("1", 2), ("1", 3)]  # fmt: skip
+    assert data["elastic"] is None and data["missing_count"] == 0 and data["problems"] == []
+    assert data["expected_nodes"] == 4 and data["seen_nodes"] == 4
+
+
+def test_an_array_is_stored_by_task_and_found_by_task_or_array(cluster: Cluster) -> None:
+    run = f"srun -N2 -n2 {GREENML} run -q --gpus none --sample-hz 5 -- sleep 2"
+    array = _srun_job(cluster, run, "-N2", "--array=0-1", "--job-name=sweep")
+    cluster.wait_sacct(array)
+    task = cluster.job_json(f"{array}_0")
+    assert {(n["array_task_id"], n["node_rank"]) for n in task["nodes"]} == {("0", 0), ("0", 1)}
+    assert task["job_name"] == "sweep" and task["problems"] == []
+    (sacct,) = task["second_sources"]
+    assert sacct["status"] == "ok", sacct  # the task's own sacct rows, by its raw job id
+    assert [p["job_id"] for p in sacct["parts"]] == [task["nodes"][0]["job_id"]]
+    whole = cluster.job_json(array)
+    assert sorted({n["array_task_id"] for n in whole["nodes"]}) == ["0", "1"]
+    assert len(whole["nodes"]) == 4 and whole["expected_nodes"] == 4 and whole["problems"] == []
+    assert whole["second_sources"][0]["status"] == "ok"
+    assert len(whole["second_sources"][0]["parts"]) == 2
+
+
+def test_a_cancelled_job_is_flagged_and_its_runs_are_not_completed(prolog: Cluster) -> None:
+    job = prolog.sbatch("#!/bin/sh\nsleep 60\n", "-N2")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and prolog.prolog_log().count(f"job {job} on") < 2:
+        time.sleep(0.2)
+    time.sleep(1)
+    prolog.run("scancel", job)
+    prolog.wait_done(job)
+    prolog.wait_sacct(job)
+    data = prolog.job_json(job)
+    assert [n["status"] for n in data["nodes"]] == ["interrupted", "interrupted"], data
+    assert data["state"] == "CANCELLED"
+    assert any("cancelled" in p for p in data["problems"]), data["problems"]
+
+
+def test_a_hung_greenml_is_stopped_when_the_epilog_gives_up(prolog: Cluster) -> None:
+    hung = prolog.root / "hung-greenml.sh"
+    hung.write_text("#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 1; done\n")  # ignores the stop
+    hung.chmod(0o755)
+    with prolog.settings(GREENML_BIN=str(hung), GREENML_EPILOG_WAIT_S="1"):
+        job = _prolog_job(prolog, "sleep 1", "-N1")
+    log = prolog.prolog_log()
+    assert f"job {job} on node0: greenml (pid" in log and "stopping its session" in log
+    pid = int(log.split(f"job {job} on node0: greenml run started (pid ")[1].split(",")[0])
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.1)  # killed: gone once init has reaped it
+    assert not Path(f"/proc/{pid}").exists()

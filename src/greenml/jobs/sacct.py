@@ -115,15 +115,17 @@ def compare_sacct(summary: JobSummary, *, required: bool = False) -> dict[str, A
             raise
         return {"source": SOURCE, "status": "unavailable", "energy_j": None,
                 "greenml_energy_j": greenml_j, "text": f"unavailable: {exc}"}  # fmt: skip
-    parts = []
+    parts: list[dict[str, Any]] = []
     for raw in sorted({n.job_id or summary.job_id for n in summary.nodes}):
         mine = [n for n in summary.nodes if (n.job_id or summary.job_id) == raw and n.counted]
         whole = any(n.step_id is None or n.scope == "allocation" for n in mine)
         steps = [] if whole else sorted({n.step_id for n in mine if n.step_id is not None})
         parts.append({"job_id": raw, "steps": steps, "energy_j": sacct_energy(rows, raw, steps),
                       "greenml_energy_j": sum(n.energy_j for n in mine)})  # fmt: skip
-    out = {"source": SOURCE, "rows": rows, "parts": parts, "greenml_energy_j": greenml_j,
-           "cancelled": cancelled(rows, [p["job_id"] for p in parts])}  # fmt: skip
+    out: dict[str, Any] = {
+        "source": SOURCE, "rows": rows, "parts": parts, "greenml_energy_j": greenml_j,
+        "cancelled": cancelled(rows, [p["job_id"] for p in parts]),
+    }  # fmt: skip
     known = [p for p in parts if p["energy_j"] is not None]
     if not known:
         return {**out, "status": "unavailable", "energy_j": None,
