@@ -19,6 +19,12 @@ LOG=${GREENML_PROLOG_LOG:-/var/log/greenml-prolog.log}
 STATE="${GREENML_STATE_DIR:-/run/greenml}/$JOB"
 [ -d "$STATE" ] || exit 0
 
+alive() {  # a live process: ps shows it, and not as a zombie (exited, not yet reaped)
+    [ -n "$1" ] || return 1
+    stat=$(ps -o stat= -p "$1" 2>/dev/null)
+    [ -n "$stat" ] && [ "${stat#Z}" = "$stat" ]
+}
+
 say() {
     logger -t greenml-epilog "$*" 2>/dev/null
     printf '%s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >>"$LOG" 2>/dev/null
@@ -36,22 +42,26 @@ while [ "$tries" -lt 10 ] && command -v sacct >/dev/null; do
         *) break ;;
     esac
 done
-echo "$how" >"$STATE/stop.new" && mv "$STATE/stop.new" "$STATE/stop"
 pid=$(cat "$STATE/pid" 2>/dev/null)
+if ! alive "$pid"; then
+    say "job $JOB on $NODE: LOST: greenml ended before the job did, or never started" \
+        "($(tail -n 3 "$STATE/greenml.log" 2>/dev/null | tr '\n' ' '))"
+fi
+echo "$how" >"$STATE/stop.new" && mv "$STATE/stop.new" "$STATE/stop"
 waited=0
 limit=$(( ${GREENML_EPILOG_WAIT_S:-30} * 10 ))
-while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ "$waited" -lt "$limit" ]; do
+while alive "$pid" && [ "$waited" -lt "$limit" ]; do
     sleep 0.1
     waited=$((waited + 1))
 done
-if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+if alive "$pid"; then
     say "job $JOB on $NODE: greenml (pid $pid) still running after" \
         "${GREENML_EPILOG_WAIT_S:-30} s: stopping its session; its run may be incomplete"
     pkill -TERM -s "$pid" 2>/dev/null  # its session: greenml and the command it watches
     sleep 2
     pkill -KILL -s "$pid" 2>/dev/null
-else
-    say "job $JOB on $NODE: greenml run ended ($how)"
+elif [ -n "$pid" ]; then
+    say "job $JOB on $NODE: greenml run ended ($how) $((waited / 10)).$((waited % 10)) s after the stop"
 fi
 [ -s "$STATE/greenml.log" ] && logger -t greenml-epilog <"$STATE/greenml.log" 2>/dev/null
 rm -rf "$STATE"

@@ -40,6 +40,12 @@ GREENML_BIN=${GREENML_BIN:-greenml}
 LOG=${GREENML_PROLOG_LOG:-/var/log/greenml-prolog.log}
 STATE="${GREENML_STATE_DIR:-/run/greenml}/$JOB"
 
+alive() {  # a live process: ps shows it, and not as a zombie (exited, not yet reaped)
+    [ -n "$1" ] || return 1
+    stat=$(ps -o stat= -p "$1" 2>/dev/null)
+    [ -n "$stat" ] && [ "${stat#Z}" = "$stat" ]
+}
+
 say() {
     logger -t greenml-prolog "$*" 2>/dev/null
     printf '%s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >>"$LOG" 2>/dev/null
@@ -86,7 +92,7 @@ while [ ! -s "$STATE/pid" ] && [ "$waited" -lt "$limit" ]; do
     waited=$((waited + 1))
 done
 pid=$(cat "$STATE/pid" 2>/dev/null)
-if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+if alive "$pid"; then
     shown=unknown
     [ -n "$rank" ] && shown=$((rank - 1))
     say "job $JOB on $NODE: greenml run started (pid $pid, node rank $shown of $nodes," \

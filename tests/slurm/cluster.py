@@ -59,7 +59,7 @@ def _free_ports(count: int) -> list[int]:
 class Cluster:
     """The cluster's files, daemons and client environment (see the module docstring)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, db_url: str | None = None) -> None:
         self.root = root
         root.chmod(0o755)  # munged wants its socket reachable by every user
         self.db_name = f"greenml_slurm_test_{os.getpid()}"
@@ -69,7 +69,8 @@ class Cluster:
         self.conf = root / "slurm.conf"
         self.env_file = root / "greenml.env"  # the nodes' /etc/default/greenml
         self.prolog_on = root / "prolog-on"
-        self.db_url = f"sqlite:///{root / 'greenml' / 'cluster.db'}"
+        # the store every node writes to (a real cluster's is PostgreSQL, as here in the tests)
+        self.db_url = db_url or f"sqlite:///{root / 'greenml' / 'cluster.db'}"
 
     # -- client side ------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
@@ -102,7 +103,8 @@ class Cluster:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             out = self.run("squeue", "-h", "-j", job_id, "-o", "%T", check=False)
-            if not out.strip():
+            # the prolog's epilog ends by removing the job's state folder on each node
+            if not out.strip() and not list((self.root / "node-state").glob(f"*/{job_id}")):
                 return
             time.sleep(0.3)
         raise TimeoutError(f"job {job_id} still in squeue after {timeout} s")
@@ -239,7 +241,7 @@ class Cluster:
     def _settings_lines(self) -> list[str]:
         return [
             "# the nodes' /etc/default/greenml, written by the test harness",
-            f"GREENML_DB={self.db_url}",
+            f"GREENML_DB='{self.db_url}'",
             f"GREENML_BIN='{sys.executable} -m greenml'",
             f"PYTHONPATH={REPO / 'src'}",
             f"GREENML_LEDGER={self.root / 'ledger.jsonl'}",

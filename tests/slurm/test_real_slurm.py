@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -17,7 +18,7 @@ GREENML = f"{sys.executable} -m greenml"
 
 
 def _srun_job(cluster: Cluster, body: str, *options: str) -> str:
-    script = f"#!/bin/sh\nexport GREENML_DB={cluster.db_url}\n{body}\n"
+    script = f"#!/bin/sh\nexport GREENML_DB='{cluster.db_url}'\n{body}\n"
     job = cluster.sbatch(script, *options)
     cluster.wait_done(job)
     return job
@@ -38,7 +39,7 @@ def test_a_plain_job_is_four_nodes_of_one_step_and_compared_with_sacct(cluster: 
 
 
 def _prolog_job(cluster: Cluster, body: str = "sleep 2", *options: str) -> str:
-    job = cluster.sbatch(f"#!/bin/sh\nexport GREENML_DB={cluster.db_url}\n{body}\n", *options)
+    job = cluster.sbatch(f"#!/bin/sh\nexport GREENML_DB='{cluster.db_url}'\n{body}\n", *options)
     cluster.wait_done(job)
     return job
 
@@ -160,3 +161,29 @@ def test_a_hung_greenml_is_stopped_when_the_epilog_gives_up(prolog: Cluster) -> 
     while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
         time.sleep(0.1)  # killed: gone once init has reaped it
     assert not Path(f"/proc/{pid}").exists()
+
+
+def test_a_start_that_fails_is_logged_as_lost_never_silent(prolog: Cluster) -> None:
+    with prolog.settings(GREENML_BIN=str(prolog.root / "no-such-greenml")):
+        job = _prolog_job(prolog, "sleep 1", "-N1")
+    lost = [line for line in prolog.prolog_log().splitlines()
+            if f"job {job} on node0: LOST" in line]  # fmt: skip
+    assert lost and "no-such-greenml" in "".join(lost), prolog.prolog_log()
+
+
+def test_every_prolog_job_stores_every_node_run(prolog: Cluster) -> None:
+    """Many four-node jobs at once (GREENML_SLURM_PROLOG_JOBS, default 6): no run lost."""
+    count = int(os.environ.get("GREENML_SLURM_PROLOG_JOBS", "6"))
+    jobs = [prolog.sbatch(f"#!/bin/sh\nsleep {1 + i % 3}\n", "-N4") for i in range(count)]
+    for job in jobs:
+        prolog.wait_done(job, timeout=60 + 10 * count)
+    stored: list[str] = []
+    for job in jobs:
+        data = prolog.job_json(job, "--no-sacct")
+        stored += [n["status"] for n in data["nodes"] if n["scope"] == "allocation"]
+    print(f"node runs stored / expected over {count} prolog jobs: {len(stored)} / {4 * count} "
+          f"({stored.count('completed')} completed)")
+    mine = [line for line in prolog.prolog_log().splitlines()
+            if any(f"job {job} on " in line for job in jobs)]  # fmt: skip
+    assert stored == ["completed"] * 4 * count, mine
+    assert not [line for line in mine if "LOST" in line]
