@@ -9,7 +9,6 @@ import click
 
 from greenml.cli import render
 from greenml.cli.options import db_option, json_option, server_read_option
-from greenml.errors import ConfigError
 from greenml.store.export import json_text
 
 if TYPE_CHECKING:
@@ -26,14 +25,10 @@ def jobs() -> None:
 
 
 def _server(db_url: str | None, server_url: str | None) -> ServerSettings | None:
-    """The team server to read from, or None for the store (``--db`` forces the store)."""
-    if db_url is not None:
-        if server_url is not None:
-            raise ConfigError("--db and --server name two places to read from: pass one")
-        return None
-    from greenml.run.server_settings import server_settings
+    """The team server to read from, or None for the store (see :mod:`greenml.cli.read_from`)."""
+    from greenml.cli.read_from import read_server
 
-    return server_settings(server_url)
+    return read_server(db_url, server_url)
 
 
 @jobs.command("list")

@@ -67,10 +67,13 @@ def all_jobs(store: Store, project_id: int | None = None) -> dict[str, list[RunR
     return _grouped(store.records_containing(_ANY_JOB, project_id))
 
 
-def jobs_named(store: Store, job_name: str) -> dict[str, list[RunRecord]]:
-    """The jobs whose runs carry ``job_name`` (the same job at other sizes, for scaling)."""
+def jobs_named(
+    store: Store, job_name: str, project_id: int | None = None
+) -> dict[str, list[RunRecord]]:
+    """The jobs whose runs carry ``job_name`` (the same job at other sizes, for scaling);
+    ``project_id``: only that team-server project's."""
     fragment = f'"job_name": {json.dumps(job_name, ensure_ascii=False)}'
-    return _grouped(r for r in store.records_containing(fragment)
+    return _grouped(r for r in store.records_containing(fragment, project_id)
                     if r.job and r.job.job_name == job_name)  # fmt: skip
 
 
