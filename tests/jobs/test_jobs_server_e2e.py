@@ -140,6 +140,11 @@ def test_four_nodes_through_the_server_are_one_job(
     assert "<h2>Diagnosis</h2>" in page.text and "critical path" in page.text
     assert f"rank {stragglers['critical_rank']} on node {stragglers['critical_node']}" in page.text
     assert "waiting energy" in page.text and "nodes out of line" in page.text
+    code, out, err = _cli(["report", "--job", "777", "--format", "json"], capsys)
+    assert code == 0, err
+    statement = json.loads(out)["sections"][0]["paragraphs"][0]
+    assert "(4 runs," in statement, statement
+    assert "never reported" in err  # the job's problems, as with a store
     code, _, err = _cli(["runs", "list", "--db", str(tmp_path / "x.db"), "--server",
                          server.url], capsys)  # fmt: skip
     assert code == 2 and "pass one" in err

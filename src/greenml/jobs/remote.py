@@ -83,6 +83,20 @@ def server_runs(
     return runs
 
 
+def server_run(settings: ServerSettings, run_id: str) -> dict[str, Any]:
+    """One run of the token's project as an upload document (record and windows, no samples).
+
+    Raises:
+        ServerReadError: See the module docstring; or an answer without a record.
+    """
+    found = _get(settings, f"/api/v1/runs/{quote(run_id, safe='')}", {"points": 0})
+    if not isinstance(found.get("record"), dict):
+        raise ServerReadError(f"{settings.url} answered run {run_id!r} without its record")
+    windows = found.get("windows")
+    return {"format": 1, "record": found["record"],
+            "windows": windows if isinstance(windows, list) else [], "samples": []}  # fmt: skip
+
+
 def _get(settings: ServerSettings, path: str, params: dict[str, Any]) -> dict[str, Any]:
     import httpx
 
