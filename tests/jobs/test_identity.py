@@ -151,3 +151,14 @@ def test_greenml_run_refuses_a_bad_identity_before_the_command_starts(
         "greenml: error: node rank 5 (SLURM_NODEID) is not below the job's 4 node(s) "
         "(SLURM_JOB_NUM_NODES)"
     )
+
+
+@given(st.text(max_size=30))
+def test_any_job_scope_is_kept_or_refused_in_one_line(scope: str) -> None:
+    env = {"SLURM_JOB_ID": "7", "GREENML_JOB_SCOPE": scope}
+    try:
+        block = job_identity(JobRequest(job_id="7"), env, include_hostname=False)
+    except ConfigError as exc:
+        assert "GREENML_JOB_SCOPE" in str(exc) and "\n" not in str(exc)
+        return
+    assert block is not None and block["scope"] in ("allocation", "step", None)
