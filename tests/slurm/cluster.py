@@ -56,6 +56,16 @@ def _free_ports(count: int) -> list[int]:
     return ports
 
 
+def _consecutive_free(first: int, count: int) -> bool:
+    for port in range(first, first + count):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
+
+
 class Cluster:
     """The cluster's files, daemons and client environment (see the module docstring)."""
 
@@ -138,7 +148,10 @@ class Cluster:
     # -- start / stop ------------------------------------------------------------------------
     def start(self, timeout: float = 60) -> None:
         """Start every daemon and wait until ``sinfo`` shows the four nodes idle."""
-        ports = _free_ports(7)
+        for _ in range(50):  # the four slurmd ports must be consecutive and free
+            ports = _free_ports(7)
+            if _consecutive_free(ports[1], 4):
+                break
         self._write_configs(ports)
         self._start_munge()
         self._start_dbd()
@@ -211,10 +224,6 @@ class Cluster:
             "OverSubscribe=FORCE:4",
             f"Prolog={r}/prolog.sh", f"Epilog={r}/epilog.sh", "PrologFlags=Alloc", "",
         ]))  # fmt: skip
-        # the slurmd ports must be consecutive: check the three after ports[1] are free
-        for port in range(slurmd0, slurmd0 + 4):
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", port))
         self._write_settings()
 
     @contextlib.contextmanager
