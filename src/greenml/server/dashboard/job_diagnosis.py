@@ -20,7 +20,12 @@ from greenml.server.dashboard.layout import table
 
 def diagnosis_section(request: Request, where: Scope, job_id: str) -> str:
     """The ``<h2>Diagnosis</h2>`` section of a job's page (HTML, every value escaped)."""
-    found = project_job_diagnosis(request, where, job_id)
+    from greenml.errors import GreenmlError
+
+    try:
+        found = project_job_diagnosis(request, where, job_id)
+    except GreenmlError as exc:  # the job's figures above still stand
+        return f'<h2>Diagnosis</h2><p class="error">diagnosis unavailable: {esc(str(exc))}</p>'
     parts = ["<h2>Diagnosis</h2>", "<dl class=\"kv\">"]
     parts += _stragglers(found.get("stragglers"))
     scaling = found.get("scaling")
