@@ -54,12 +54,13 @@ $(PROMTOOL_STAMP): | $(BIN)/python
 # tests in tests/slurm; installed with apt when missing, like chromium. The tests start
 # their own daemons from a generated config and use the local MariaDB (127.0.0.1:3306,
 # root) for a database of their own; without Slurm they skip, or fail under CI=true.
+# apt-get update runs only when the package lists do not know slurm-wlm yet.
 SLURM_STAMP := $(VENV)/.stamp-slurm
 $(SLURM_STAMP): | $(BIN)/python
 	@if command -v slurmctld >/dev/null && command -v munged >/dev/null && \
 	    command -v slurmdbd >/dev/null && command -v mysql >/dev/null; then :; \
 	elif command -v apt-get >/dev/null; then \
-	  { $(SUDO) apt-get update -q && \
+	  { { apt-cache show slurm-wlm >/dev/null 2>&1 || $(SUDO) apt-get update -q; } && \
 	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
 	      slurm-wlm munge slurmdbd mariadb-client; \
 	  } || { echo "installing slurm-wlm, munge, slurmdbd failed" >&2; [ "$$CI" != true ]; }; \
