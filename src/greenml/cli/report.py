@@ -202,7 +202,7 @@ def _from_server(
 
 
 def _job_runs(store: Any, job_id: str) -> list[str]:
-    """The run ids a job counts (a node claimed twice is left out, as ``jobs show`` says)."""
+    """The run ids a job counts (one run per node and step, as ``jobs show`` says)."""
     from greenml.jobs.summary import summarize_job
     from greenml.store.jobs import job_runs
 

@@ -11,7 +11,8 @@
 - **Nodes out of line**: a node whose mean GPU power or utilization is far
   from the median of its peers (``out_of_line`` relative difference).
 
-Only the runs the job summary counts are read (a node claimed twice is left out).
+Only the runs the job summary counts are read (one per node and step: see
+:mod:`greenml.jobs.summary`).
 """
 
 from __future__ import annotations
