@@ -50,6 +50,23 @@ $(PROMTOOL_STAMP): | $(BIN)/python
 	else echo "promtool not found and no apt-get: the rules tests will skip" >&2; fi
 	@if command -v promtool >/dev/null; then touch $@; fi
 
+# A real four-node Slurm 22.05 (slurmctld, four slurmd, slurmdbd for sacct, munge) for the
+# tests in tests/slurm; installed with apt when missing, like chromium. The tests start
+# their own daemons from a generated config and use the local MariaDB (127.0.0.1:3306,
+# root) for a database of their own; without Slurm they skip, or fail under CI=true.
+# apt-get update runs only when the package lists do not know slurm-wlm yet.
+SLURM_STAMP := $(VENV)/.stamp-slurm
+$(SLURM_STAMP): | $(BIN)/python
+	@if command -v slurmctld >/dev/null && command -v munged >/dev/null && \
+	    command -v slurmdbd >/dev/null && command -v mysql >/dev/null; then :; \
+	elif command -v apt-get >/dev/null; then \
+	  { { apt-cache show slurm-wlm >/dev/null 2>&1 || $(SUDO) apt-get update -q; } && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	      slurm-wlm munge slurmdbd mariadb-client; \
+	  } || { echo "installing slurm-wlm, munge, slurmdbd failed" >&2; [ "$$CI" != true ]; }; \
+	else echo "slurm not found and no apt-get: the real-Slurm tests will skip" >&2; fi
+	@if command -v slurmctld >/dev/null && command -v slurmdbd >/dev/null; then touch $@; fi
+
 demo: $(DEMO_STAMP)
 	$(BIN)/greenml run --name demo-digits-mlp --tag example=digits --zone DE-LU --pue personal -- $(BIN)/python examples/train_digits.py
 	@echo ""
@@ -80,7 +97,7 @@ $(FLOWER_STAMP): pyproject.toml
 	$(FLOWER_VENV)/bin/pip install -q 'flwr==1.42.0' 'pytest>=8' -e .
 	touch $@
 
-unit: $(TEST_STAMP) $(CHROMIUM_STAMP) $(PROMTOOL_STAMP) $(FLOWER_STAMP)
+unit: $(TEST_STAMP) $(CHROMIUM_STAMP) $(PROMTOOL_STAMP) $(SLURM_STAMP) $(FLOWER_STAMP)
 	$(BIN)/pytest -q
 
 test: lint typecheck docs unit

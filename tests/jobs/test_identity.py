@@ -28,7 +28,32 @@ def test_slurm_gives_job_step_node_and_sizes() -> None:
         "node": "gpu017", "node_source": "SLURMD_NODENAME", "node_rank": 2,
         "node_rank_source": "SLURM_NODEID", "local_rank": 0, "global_rank": 2,
         "world_size": 8, "expected_nodes": 8, "expected_nodes_source": "SLURM_JOB_NUM_NODES",
+        "scheduler": "slurm", "scope": "step",
     }  # fmt: skip
+
+
+def test_job_given_as_slurms_own_keeps_step_name_array_and_the_steps_node_count() -> None:
+    env = {"SLURM_JOB_ID": "12", "SLURM_STEP_ID": "1", "SLURM_JOB_NAME": "sweep",
+           "SLURM_ARRAY_JOB_ID": "10", "SLURM_ARRAY_TASK_ID": "2", "SLURM_NODEID": "1",
+           "SLURM_STEP_NUM_NODES": "2", "SLURM_JOB_NUM_NODES": "4"}  # fmt: skip
+    for asked in ("12", "10_2"):
+        block = job_identity(JobRequest(job_id=asked), env, include_hostname=False)
+        assert block is not None
+        assert (block["source"], block["step_id"], block["job_name"], block["scheduler"]) == (
+            "option", "1", "sweep", "slurm")  # fmt: skip
+        assert (block["array_job_id"], block["array_task_id"]) == ("10", "2")
+        assert (block["expected_nodes"], block["expected_nodes_source"]) == (
+            2, "SLURM_STEP_NUM_NODES")  # fmt: skip
+    other = job_identity(JobRequest(job_id="elsewhere"), env, include_hostname=False)
+    assert other is not None and "step_id" not in other and "scheduler" not in other
+
+
+def test_the_prologs_scope_is_recorded_and_a_bad_one_refused() -> None:
+    env = {"SLURM_JOB_ID": "7", "GREENML_JOB_SCOPE": "allocation"}
+    block = job_identity(JobRequest(job_id="7"), env, include_hostname=False)
+    assert block is not None and block["scope"] == "allocation" and "step_id" not in block
+    with pytest.raises(ConfigError, match="GREENML_JOB_SCOPE"):
+        job_identity(JobRequest(job_id="7"), {**env, "GREENML_JOB_SCOPE": "node"})
 
 
 def test_torchrun_gives_the_node_count_from_world_and_local_sizes() -> None:
@@ -126,3 +151,14 @@ def test_greenml_run_refuses_a_bad_identity_before_the_command_starts(
         "greenml: error: node rank 5 (SLURM_NODEID) is not below the job's 4 node(s) "
         "(SLURM_JOB_NUM_NODES)"
     )
+
+
+@given(st.text(max_size=30))
+def test_any_job_scope_is_kept_or_refused_in_one_line(scope: str) -> None:
+    env = {"SLURM_JOB_ID": "7", "GREENML_JOB_SCOPE": scope}
+    try:
+        block = job_identity(JobRequest(job_id="7"), env, include_hostname=False)
+    except ConfigError as exc:
+        assert "GREENML_JOB_SCOPE" in str(exc) and "\n" not in str(exc)
+        return
+    assert block is not None and block["scope"] in ("allocation", "step", None)

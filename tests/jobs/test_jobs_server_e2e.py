@@ -72,6 +72,10 @@ def _run_nodes(tmp_path: Path, server: LiveServer, token: str) -> list[dict[str,
     return [json.loads((tmp_path / f"node{r}.json").read_text()) for r in POWER_W]
 
 
+def by_rank_nodes(job: dict[str, Any]) -> set[str]:
+    return {n["node"] for n in job["nodes"]}
+
+
 def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     code = main(argv)
     out, err = capsys.readouterr()
@@ -94,7 +98,7 @@ def test_four_nodes_through_the_server_are_one_job(
     assert job["job_id"] == "777" and job["job_name"] == "llama" and job["sources"] == ["slurm"]
     assert job["expected_nodes"] == 5 and job["seen_nodes"] == 4
     assert job["missing_nodes"] == [4] and job["missing_count"] == 1
-    assert job["problems"] == ["1 of 5 expected node(s) never reported (node ranks 4)"]
+    assert job["problems"] == ["1 of 5 expected node(s) of step 0 never reported (node ranks 4)"]
     by_rank = {n["node_rank"]: n for n in job["nodes"]}
     assert sorted(by_rank) == [0, 1, 2, 3]
     assert {n["run_id"] for n in job["nodes"]} == {r["id"] for r in records}
@@ -115,6 +119,35 @@ def test_four_nodes_through_the_server_are_one_job(
     assert listed[0]["energy"] == job["energy"] and listed[0]["missing_count"] == 1
     code, out, _ = _cli(["jobs", "show", "777"], capsys)
     assert code == 0 and "4 node(s) of 5 expected" in out and "gpu-node-3" in out
+
+    # a team lead with only the server: runs, the job's diagnosis, the dashboard's job page
+    code, out, err = _cli(["runs", "list", "--json"], capsys)
+    assert code == 0, err
+    assert {json.loads(line)["id"] for line in out.splitlines()} == {r["id"] for r in records}
+    code, out, err = _cli(["diagnose", "--job", "777", "--json"], capsys)
+    assert code == 0, err
+    diagnosis = json.loads(out)
+    assert diagnosis["energy"] == job["energy"] and diagnosis["nodes"] == 4
+    assert diagnosis["problems"] == job["problems"]
+    stragglers = diagnosis["stragglers"]
+    assert stragglers is not None and stragglers["critical_node"] in by_rank_nodes(job)
+    assert stragglers["wait_energy_j"] >= 0 and stragglers["steps"] > 0
+    import httpx
+
+    page = httpx.get(f"{server.url}/jobs/777", timeout=30,
+                     headers={"Authorization": f"Bearer {tokens['ml']}"})  # fmt: skip
+    assert page.status_code == 200, page.text[:300]
+    assert "<h2>Diagnosis</h2>" in page.text and "critical path" in page.text
+    assert f"rank {stragglers['critical_rank']} on node {stragglers['critical_node']}" in page.text
+    assert "waiting energy" in page.text and "nodes out of line" in page.text
+    code, out, err = _cli(["report", "--job", "777", "--format", "json"], capsys)
+    assert code == 0, err
+    statement = json.loads(out)["sections"][0]["paragraphs"][0]
+    assert "(4 runs," in statement, statement
+    assert "never reported" in err  # the job's problems, as with a store
+    code, _, err = _cli(["runs", "list", "--db", str(tmp_path / "x.db"), "--server",
+                         server.url], capsys)  # fmt: skip
+    assert code == 2 and "pass one" in err
 
     # another project's token sees no such job; a bad token and a dead server are one line
     monkeypatch.setenv("GREENML_TOKEN", tokens["other"])

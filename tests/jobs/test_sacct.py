@@ -98,3 +98,23 @@ def test_any_sacct_output_parses_or_is_a_config_error(text: str) -> None:
     except ConfigError:
         return
     assert all(r["energy_j"] is None or r["energy_j"] >= 0 for r in rows)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["7", "7.batch", "7.0", "8", "8.1"]),
+                          st.one_of(st.none(), st.integers(0, 10**6)),
+                          st.sampled_from(["COMPLETED", "CANCELLED by 0", "RUNNING", ""])),
+                max_size=8))  # fmt: skip
+def test_sacct_rows_by_raw_id_give_energy_and_state(
+    rows: list[tuple[str, int | None, str]],
+) -> None:
+    from greenml.jobs.sacct import cancelled
+
+    text = "".join(f"{j}|n0|{'' if e is None else e}|00:00:01|{s}\n" for j, e, s in rows)
+    parsed = parse_sacct(text)
+    assert [r["state"] for r in parsed] == [s for _, _, s in rows]
+    whole = sacct_energy(parsed, "7", [])
+    own = [e for j, e, _ in rows if j == "7" and e]
+    steps = [e for j, e, _ in rows if j.startswith("7.") and e]
+    assert whole == (sum(own) if own else (sum(steps) if steps else None))
+    assert cancelled(parsed, ["7"]) == ["7"] * sum(
+        1 for j, _, s in rows if j == "7" and s.startswith("CANCELLED"))  # fmt: skip

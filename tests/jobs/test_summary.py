@@ -57,15 +57,46 @@ def test_a_node_that_never_reported_is_flagged(store: Store) -> None:
     assert s.energy["total_j"] == 300.0
 
 
-def test_two_runs_claiming_one_node_rank_are_not_merged(store: Store) -> None:
+def test_two_runs_claiming_one_node_rank_count_once_and_the_other_is_named(
+    store: Store,
+) -> None:
     a = node_run(store, _job(0), gpu_j=[100.0])
     b = node_run(store, _job(1), gpu_j=[200.0])
     c = node_run(store, _job(1), gpu_j=[200.0], start_s=5)
     s = summarize_job("j-1", job_runs(store, "j-1"))
-    assert s.conflicts == [{"step_id": None, "node": "rank 1", "run_ids": [b, c]}]
-    assert s.energy["total_j"] == 100.0 and s.energy["nodes_counted"] == 1
-    assert [n.counted for n in s.nodes] == [True, False, False] and s.nodes[0].run_id == a
-    assert f"rank 1 is claimed by 2 runs ({b}, {c}): none of them is counted" in s.problems
+    assert s.conflicts == [{"step_id": None, "node": "rank 1", "run_ids": [b, c],
+                            "counted": b, "not_counted": [c]}]  # fmt: skip
+    assert s.energy["total_j"] == 300.0 and s.energy["nodes_counted"] == 2
+    assert [n.counted for n in s.nodes] == [True, True, False] and s.nodes[0].run_id == a
+    assert s.nodes[2].not_counted_why == f"rank 1 is measured by run {b}"
+    assert f"rank 1 is claimed by 2 runs: {b} counted, {c} not counted" in s.problems
+
+
+def test_a_prologs_allocation_run_covers_the_step_runs_on_its_node(store: Store) -> None:
+    whole = [node_run(store, _job(r, scope="allocation"), gpu_j=[1000.0]) for r in range(4)]
+    steps = [node_run(store, _job(r, step_id="0", scope="step"), gpu_j=[800.0]) for r in range(4)]
+    s = summarize_job("j-1", job_runs(store, "j-1"))
+    assert s.energy["total_j"] == 4000.0 and s.conflicts == [] and s.problems == []
+    assert {n.run_id for n in s.nodes if n.counted} == set(whole)
+    inner = [n for n in s.nodes if n.run_id in steps]
+    assert all(not n.counted and "whole allocation" in (n.not_counted_why or "") for n in inner)
+    assert s.to_dict()["seen_nodes"] == 4 and s.expected_nodes == 4
+
+
+def test_a_narrow_step_misses_no_node_and_two_widths_are_not_elastic(store: Store) -> None:
+    for r in range(2):
+        node_run(store, _job(r, nodes=2, step_id="0", node=f"node-{r + 2}"), gpu_j=[10.0])
+    for r in range(4):
+        node_run(store, _job(r, nodes=4, step_id="1"), gpu_j=[10.0])
+    s = summarize_job("j-1", job_runs(store, "j-1"))
+    assert s.elastic is None and s.problems == [] and s.missing_count == 0
+    assert s.expected_nodes == 4 and s.energy["total_j"] == 60.0
+
+
+def test_a_job_with_no_counted_run_has_no_energy_figure() -> None:
+    from greenml.jobs.summary import _energy
+
+    assert _energy([])["status"] == "none counted"
 
 
 def test_the_same_rank_in_two_slurm_steps_is_no_conflict(store: Store) -> None:
@@ -132,13 +163,13 @@ def test_a_report_takes_a_job(db_url: str, capsys: pytest.CaptureFixture[str]) -
     with open_store(db_url) as store:
         for r in range(3):
             node_run(store, _job(r, nodes=3), gpu_j=[3.6e6], carbon_kg=0.5, location="FR")
-        node_run(store, _job(2, nodes=3), gpu_j=[3.6e6])  # rank 2 twice: left out
+        node_run(store, _job(2, nodes=3), gpu_j=[3.6e6], start_s=9)  # rank 2 twice: named
     assert main(["report", "--job", "j-1", "--db", db_url, "--format", "json"]) == 0
     captured = capsys.readouterr()
     statement = json.loads(captured.out)["sections"][0]["paragraphs"][0]
     assert "rank 2 is claimed by 2 runs" in captured.err
-    assert "(2 runs," in statement, statement
-    assert "used 2.0 kWh" in statement, statement  # nodes 0 and 1
+    assert "(3 runs," in statement, statement
+    assert "used 3.0 kWh" in statement, statement  # nodes 0, 1 and the first run of 2
 
 
 def test_a_record_with_a_job_block_fits_the_schema_and_reads_back_exactly(store: Store) -> None:

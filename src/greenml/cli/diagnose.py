@@ -8,12 +8,13 @@ from typing import Any
 import click
 
 from greenml.cli import render
-from greenml.cli.options import db_option, json_option, parse_share, renamed
+from greenml.cli.options import db_option, json_option, parse_share, renamed, server_read_option
 from greenml.store.export import json_text
 
 
 @click.command()
 @db_option
+@server_read_option
 @click.argument("run_id", required=False)
 @click.option("--job", "job_id", metavar="ID", help="Diagnose a job of many nodes, not a run.")
 @click.option("--idle-below", default="15%", show_default=True, help="Idle under this activity.")
@@ -32,6 +33,7 @@ from greenml.store.export import json_text
 @json_option("Print the diagnosis as JSON on stdout.")
 def diagnose(
     db_url: str | None,
+    server_url: str | None,
     run_id: str | None,
     job_id: str | None,
     idle_below: str,
@@ -48,8 +50,12 @@ def diagnose(
     if (run_id is None) == (job_id is None):
         raise ConfigError("give a RUN_ID or --job ID (one of them)")
     if job_id is not None:
-        _diagnose_job(db_url, job_id, as_json)
+        _diagnose_job(db_url, server_url, job_id, as_json)
         return
+    if server_url is not None:
+        raise ConfigError("diagnose RUN_ID reads the run store: --server diagnoses jobs "
+                          "(--job ID); a run's diagnosis is on the dashboard's run "
+                          "page")  # fmt: skip
 
     idle = parse_share(idle_below, "--idle-below")
     under = parse_share(underused_below, "--underused-below")
@@ -80,12 +86,20 @@ def diagnose(
         console.print(f"  note: {note}", highlight=False, markup=False)
 
 
-def _diagnose_job(db_url: str | None, job_id: str, as_json: bool) -> None:
-    from greenml.cli.runs import open_ingested
-    from greenml.diagnose.job import diagnose_job
+def _diagnose_job(db_url: str | None, server_url: str | None, job_id: str, as_json: bool) -> None:
+    from greenml.cli.read_from import read_server
 
-    with open_ingested(db_url) as store:
-        result = diagnose_job(store, job_id).to_dict()
+    server = read_server(db_url, server_url)
+    if server is not None:
+        from greenml.jobs.remote import server_job_diagnosis
+
+        result = server_job_diagnosis(server, job_id)
+    else:
+        from greenml.cli.runs import open_ingested
+        from greenml.diagnose.job import diagnose_job
+
+        with open_ingested(db_url) as store:
+            result = diagnose_job(store, job_id).to_dict()
     if as_json:
         print(json_text(result, ensure_ascii=False, indent=2))
         return

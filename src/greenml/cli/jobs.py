@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from greenml.cli import render
 from greenml.cli.options import db_option, json_option, server_read_option
-from greenml.errors import ConfigError
 from greenml.store.export import json_text
 
 if TYPE_CHECKING:
@@ -25,14 +25,10 @@ def jobs() -> None:
 
 
 def _server(db_url: str | None, server_url: str | None) -> ServerSettings | None:
-    """The team server to read from, or None for the store (``--db`` forces the store)."""
-    if db_url is not None:
-        if server_url is not None:
-            raise ConfigError("--db and --server name two places to read from: pass one")
-        return None
-    from greenml.run.server_settings import server_settings
+    """The team server to read from, or None for the store (see :mod:`greenml.cli.read_from`)."""
+    from greenml.cli.read_from import read_server
 
-    return server_settings(server_url)
+    return read_server(db_url, server_url)
 
 
 @jobs.command("list")
@@ -115,10 +111,15 @@ def show(
         with open_ingested(db_url) as store:
             records = job_runs(store, job_id)
         summary = summarize_job(job_id, records)
-    if sacct or (sacct is None and "slurm" in summary.sources):
+    if sacct or (sacct is None and "slurm" in (*summary.sources, summary.scheduler)):
         from greenml.jobs.sacct import compare_sacct
 
-        summary.second_sources.append(compare_sacct(summary, required=bool(sacct)))
+        compared = compare_sacct(summary, required=bool(sacct))
+        summary.second_sources.append(compared)
+        if compared.get("cancelled"):
+            summary = replace(summary, state="CANCELLED")
+            summary.problems.append(f"the job was cancelled (sacct State of "
+                                    f"{', '.join(compared['cancelled'])}: CANCELLED)")  # fmt: skip
     if kepler_url:
         from greenml.jobs.kepler import compare_kepler
 
@@ -137,14 +138,16 @@ def _print_job(data: dict[str, Any]) -> None:
     expected = data["expected_nodes"]
     span = data["span"]
     wall = f" over {render.duration(span['wall_s'])}" if span.get("wall_s") is not None else ""
+    state = f" [{data['state']}]" if data.get("state") else ""
     console.print(
-        f"job {render.safe(data['job_id'])} ({', '.join(data['sources'])}): "
+        f"job {render.safe(data['job_id'])} ({', '.join(data['sources'])}){state}: "
         f"{data['seen_nodes']} node(s) of {expected if expected is not None else 'unknown'} "
         f"expected, {_energy_text(data['energy'])}{wall}",
         highlight=False, markup=False,
     )  # fmt: skip
     table = Table(show_edge=False, pad_edge=False)
-    for header in ("rank", "node", "run", "status", "energy", "devices", "carbon", "cost"):
+    for header in ("step", "rank", "node", "run", "status", "energy", "devices", "carbon",
+                   "cost"):  # fmt: skip
         table.add_column(header, overflow="fold")
     for n in data["nodes"]:
         energy = f"{render.energy(n['energy_j'])} {render.percent(n['uncertainty_rel'])}"
@@ -153,9 +156,11 @@ def _print_job(data: dict[str, Any]) -> None:
         if n["carbon_location"]:
             carbon += f" ({n['carbon_location']})"
         table.add_row(
+            _step_text(n),
             "-" if n["node_rank"] is None else str(n["node_rank"]),
             render.safe(n["node"] or "?"), n["run_id"], n["status"],
-            energy if n["counted"] else f"{energy} (not counted)", devices, carbon,
+            energy if n["counted"] else f"{energy} (not counted: "
+            f"{n.get('not_counted_why') or 'see the problems'})", devices, carbon,
             "-" if n["cost_usd"] is None else render.usd(n["cost_usd"]),
         )  # fmt: skip
     console.print(table)
@@ -173,5 +178,14 @@ def _print_job(data: dict[str, Any]) -> None:
         console.print(f"  problem: {problem}", highlight=False, markup=False)
 
 
+def _step_text(n: dict[str, Any]) -> str:
+    """The step column: the step id, ``allocation`` (the prolog's run), the array task."""
+    step = n.get("step_id") or ("allocation" if n.get("scope") == "allocation" else "-")
+    task = n.get("array_task_id")
+    return f"{step} (task {task})" if task is not None else step
+
+
 def _energy_text(energy: dict[str, Any]) -> str:
+    if energy.get("status") == "none counted":
+        return "no energy figure (none of its runs is counted: see the problems)"
     return f"{render.energy(energy['total_j'])} {render.percent(energy['uncertainty_rel'])}"

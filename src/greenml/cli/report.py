@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from greenml.cli import render
-from greenml.cli.options import db_option, output_option, renamed
+from greenml.cli.options import db_option, output_option, renamed, server_read_option
 from greenml.errors import ConfigError
 from greenml.report.kinds import KINDS
 
@@ -28,6 +31,7 @@ Examples:
 
 @click.command(epilog=_EPILOG)
 @db_option
+@server_read_option
 @click.argument("run_ids", nargs=-1, metavar="[RUN_ID]...")
 @click.option(
     "--tag",
@@ -98,6 +102,7 @@ Examples:
 )
 def report(
     db_url: str | None,
+    server_url: str | None,
     run_ids: tuple[str, ...],
     tags: tuple[str, ...],
     job_id: str | None,
@@ -152,16 +157,52 @@ def report(
             raise ConfigError(f"-O {pair!r} is not of the form key=value")
         extra.setdefault(key.strip().replace("-", "_"), []).append(value)
     tag = parse_tags(tags) or None
-    with open_ingested(db_url) as store:
-        job_runs = _job_runs(store, job_id) if job_id is not None else []
-        runs = load_runs(store, (*run_ids, *job_runs), tag)
-        document = build_report(kind, runs, extra, **options)
+    from greenml.cli.read_from import read_server
+
+    server = read_server(db_url, server_url)
+    if server is not None:
+        if tag:
+            raise ConfigError("--tag reads the run store: with --server, name RUN_IDs or --job")
+        with _from_server(server, run_ids, job_id) as (store, ids):
+            runs = load_runs(store, ids, None)
+            document = build_report(kind, runs, extra, **options)
+    else:
+        with open_ingested(db_url) as store:
+            job_runs = _job_runs(store, job_id) if job_id is not None else []
+            runs = load_runs(store, (*run_ids, *job_runs), tag)
+            document = build_report(kind, runs, extra, **options)
     text = _render(document, fmt)
     render.write_output(text if text.endswith("\n") else text + "\n", output)
 
 
+@contextlib.contextmanager
+def _from_server(
+    server: Any, run_ids: tuple[str, ...], job_id: str | None
+) -> Iterator[tuple[Any, list[str]]]:
+    """A throw-away store holding the runs read from the team server (a job's counted runs)."""
+    from greenml.jobs.remote import server_job, server_run
+    from greenml.store import open_store
+    from greenml.store.access import ensure_project
+    from greenml.store.transfer import import_run
+
+    ids = list(run_ids)
+    if job_id is not None:
+        summary = server_job(server, job_id)
+        for problem in summary.problems:
+            print(f"greenml: job {job_id}: {problem}", file=sys.stderr)
+        ids += [n.run_id for n in summary.nodes if n.counted]
+    with (
+        tempfile.TemporaryDirectory(prefix="greenml-report-") as folder,
+        open_store(f"sqlite:///{Path(folder) / 'runs.db'}") as store,
+    ):
+        project = ensure_project(store, "server")  # uploads belong to a project
+        for run_id in dict.fromkeys(ids):
+            import_run(store, server_run(server, run_id), project)
+        yield store, ids
+
+
 def _job_runs(store: Any, job_id: str) -> list[str]:
-    """The run ids a job counts (a node claimed twice is left out, as ``jobs show`` says)."""
+    """The run ids a job counts (one run per node and step, as ``jobs show`` says)."""
     from greenml.jobs.summary import summarize_job
     from greenml.store.jobs import job_runs
 

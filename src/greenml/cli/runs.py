@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from greenml.cli import render
-from greenml.cli.options import db_option, json_option, output_option
+from greenml.cli.options import db_option, json_option, output_option, server_read_option
 from greenml.store.export import json_text
 
 if TYPE_CHECKING:
@@ -24,20 +24,29 @@ def runs() -> None:
 
 @runs.command("list")
 @db_option
+@server_read_option
 @click.option("-n", "--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
 @click.option("--name", help="Only runs with this name.")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Only runs with this tag.")
 @json_option("Print JSON lines on stdout instead of a table.")
 def list_runs(
-    db_url: str | None, limit: int, name: str | None, tags: tuple[str, ...], as_json: bool
-) -> None:
-    """The newest runs, one line each."""
+    db_url: str | None, server_url: str | None, limit: int, name: str | None,
+    tags: tuple[str, ...], as_json: bool,
+) -> None:  # fmt: skip
+    """The newest runs, one line each (from the team server when one is configured)."""
     from rich.table import Table
 
+    from greenml.cli.read_from import read_server
     from greenml.run.runner import parse_tags
 
-    with open_ingested(db_url) as store:
-        rows = store.list_runs(limit=limit, name=name, tag=parse_tags(tags) or None)
+    server = read_server(db_url, server_url)
+    if server is not None:
+        from greenml.jobs.remote import server_runs
+
+        rows = server_runs(server, limit, name, parse_tags(tags))
+    else:
+        with open_ingested(db_url) as store:
+            rows = store.list_runs(limit=limit, name=name, tag=parse_tags(tags) or None)
     if as_json:
         for row in rows:
             print(json_text(row, ensure_ascii=False))

@@ -11,7 +11,8 @@
 - **Nodes out of line**: a node whose mean GPU power or utilization is far
   from the median of its peers (``out_of_line`` relative difference).
 
-Only the runs the job summary counts are read (a node claimed twice is left out).
+Only the runs the job summary counts are read (one per node and step: see
+:mod:`greenml.jobs.summary`).
 """
 
 from __future__ import annotations
@@ -52,17 +53,22 @@ class JobDiagnosis:
         }  # fmt: skip
 
 
-def diagnose_job(store: Store, job_id: str, *, out_of_line: float = OUT_OF_LINE) -> JobDiagnosis:
+def diagnose_job(
+    store: Store, job_id: str, *, out_of_line: float = OUT_OF_LINE, project_id: int | None = None
+) -> JobDiagnosis:
     """Stragglers, scaling and outlying nodes of one job.
+
+    ``project_id``: only that team-server project's runs (the job's and, for scaling,
+    the earlier jobs of its name); None: every run of the store.
 
     Raises:
         JobNotFound: No run belongs to the job.
     """
-    summary = summarize_job(job_id, job_runs(store, job_id))
+    summary = summarize_job(job_id, job_runs(store, job_id, project_id))
     counted = [n for n in summary.nodes if n.counted]
     notes: list[str] = []
     stragglers = _stragglers(store, counted, notes)
-    scaling = _scaling(store, summary, notes)
+    scaling = _scaling(store, summary, notes, project_id)
     outliers = _outliers(store, counted, out_of_line, notes)
     return JobDiagnosis(job_id, summary.to_dict(), stragglers, scaling, outliers, notes)
 
@@ -106,13 +112,15 @@ def _stragglers(store: Store, nodes: Sequence[NodeRun], notes: list[str]) -> dic
     }  # fmt: skip
 
 
-def _scaling(store: Store, summary: JobSummary, notes: list[str]) -> dict[str, Any] | None:
+def _scaling(
+    store: Store, summary: JobSummary, notes: list[str], project_id: int | None = None
+) -> dict[str, Any] | None:
     if not summary.job_name:
         notes.append("no scaling analysis: the job has no name (greenml run --name, or the "
                      "Slurm job name)")  # fmt: skip
         return None
     points = []
-    for job_id, records in jobs_named(store, summary.job_name).items():
+    for job_id, records in jobs_named(store, summary.job_name, project_id).items():
         s = summarize_job(job_id, records)
         counted = [r for r in records if any(n.run_id == r.id and n.counted for n in s.nodes)]
         work = max((float(r.progress.total) for r in counted

@@ -1,4 +1,5 @@
-"""Jobs read from a team server: the JSON of ``GET /api/v1/jobs`` and ``/api/v1/jobs/{id}``.
+"""Jobs and runs read from a team server: ``GET /api/v1/jobs[/{id}]``, a job's diagnosis
+(``/api/v1/diagnosis/jobs/{id}``) and the run list (``/api/v1/runs``).
 
 The server adds a job up with the same :func:`~greenml.jobs.summary.summarize_job`
 as a local store does, over the runs its project received from every node, so
@@ -47,6 +48,53 @@ def server_job(settings: ServerSettings, job_id: str) -> JobSummary:
     except (KeyError, TypeError) as exc:
         raise ServerReadError(f"{settings.url} answered job {job_id!r} in a form this greenml "
                               f"cannot read ({type(exc).__name__}: {exc})") from None  # fmt: skip
+
+
+def server_job_diagnosis(settings: ServerSettings, job_id: str) -> dict[str, Any]:
+    """A job's diagnosis from the server (``greenml diagnose --job ID --json``'s JSON).
+
+    Raises:
+        ServerReadError: See the module docstring.
+    """
+    found = _get(settings, f"/api/v1/diagnosis/jobs/{quote(job_id, safe='')}", {})
+    if not isinstance(found.get("energy"), dict) or "problems" not in found:
+        raise ServerReadError(f"{settings.url} answered a diagnosis of {job_id!r} in a form "
+                              "this greenml cannot read")  # fmt: skip
+    return found
+
+
+def server_runs(
+    settings: ServerSettings, limit: int, name: str | None, tags: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The newest ``limit`` runs of the token's project, as ``runs list --json`` lines.
+
+    Raises:
+        ServerReadError: See the module docstring.
+    """
+    params: dict[str, Any] = {"limit": min(limit, 500)}
+    if name is not None:
+        params["name"] = name
+    if tags:
+        params["tag"] = [f"{k}={v}" for k, v in tags.items()]
+    found = _get(settings, "/api/v1/runs", params)
+    runs = found.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        raise ServerReadError(f"{settings.url} answered a run list without 'runs'")
+    return runs
+
+
+def server_run(settings: ServerSettings, run_id: str) -> dict[str, Any]:
+    """One run of the token's project as an upload document (record and windows, no samples).
+
+    Raises:
+        ServerReadError: See the module docstring; or an answer without a record.
+    """
+    found = _get(settings, f"/api/v1/runs/{quote(run_id, safe='')}", {"points": 0})
+    if not isinstance(found.get("record"), dict):
+        raise ServerReadError(f"{settings.url} answered run {run_id!r} without its record")
+    windows = found.get("windows")
+    return {"format": 1, "record": found["record"],
+            "windows": windows if isinstance(windows, list) else [], "samples": []}  # fmt: skip
 
 
 def _get(settings: ServerSettings, path: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -3,13 +3,22 @@
 :func:`summarize_job` reads the runs of a job (one per node, each with its
 ``job`` block) and adds them up, saying what it could not add:
 
-- two runs claiming the same node (same step and node rank, or the same node
-  name when no rank is known) are a *conflict*: neither is counted, both are
-  listed, as counting both would double a node's energy;
-- a job whose runs expect different node counts or world sizes is *elastic*:
-  no single expected count is assumed, so missing nodes are not computed;
+- two runs claiming the same node (same Slurm job or array task, step and node
+  rank, or the same node name when no rank is known) are a *conflict*: one
+  measurement wins (finished before unfinished, then the longest, then the
+  first started) and the others are named, not counted, as counting both would
+  double a node's energy;
+- a run covering a node's whole allocation (``scope: allocation``, the Slurm
+  prolog) covers every step on that node: a step's run there is named, not
+  counted (it measured part of the same energy);
+- the expected node count is each step's own (a step narrower than the
+  allocation misses no node); runs of *one* step that expect different node
+  counts or world sizes make the job *elastic*: no single expected count is
+  assumed, so missing nodes are not computed;
 - nodes expected but never seen are listed as *missing*; runs that have not
-  finished are counted with their partial figure and flagged.
+  finished are counted with their partial figure and flagged;
+- a job none of whose runs is counted has no energy figure (``energy.status``),
+  never a total of 0 J.
 
 Energy: the sum over counted nodes; its uncertainty combines each node's in
 quadrature (nodes measured independently). Carbon: each node's own figure, at
@@ -21,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -52,6 +61,10 @@ class NodeRun:
     pod: str | None = None
     namespace: str | None = None
     counted: bool = True
+    job_id: str | None = None  # the run's own job id (an array task's, under `jobs show ARRAY`)
+    array_task_id: str | None = None
+    scope: str | None = None
+    not_counted_why: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -76,18 +89,21 @@ class JobSummary:
     elastic: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
     second_sources: list[dict[str, Any]] = field(default_factory=list)
+    scheduler: str | None = None  # "slurm": a Slurm job, even where --job named it
+    state: str | None = None  # the scheduler's word on how the job ended (sacct's State)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``greenml jobs show --json``."""
         return {
             "job_id": self.job_id, "job_name": self.job_name, "sources": self.sources,
             "nodes": [n.to_dict() for n in self.nodes],
-            "seen_nodes": len({_key(n) for n in self.nodes}),
+            "seen_nodes": len({_where(n) for n in self.nodes}),
             "expected_nodes": self.expected_nodes, "missing_nodes": self.missing_nodes,
             "missing_count": self.missing_count, "energy": self.energy, "carbon": self.carbon,
             "cost": self.cost, "span": self.span, "conflicts": self.conflicts,
             "elastic": self.elastic, "problems": self.problems,
-            "second_sources": self.second_sources,
+            "second_sources": self.second_sources, "scheduler": self.scheduler,
+            "state": self.state,
         }  # fmt: skip
 
     @classmethod
@@ -97,7 +113,9 @@ class JobSummary:
         Raises:
             KeyError, TypeError: ``data`` is not a job's JSON.
         """
-        fields = {k: data[k] for k in cls.__dataclass_fields__ if k != "nodes"}
+        optional = ("scheduler", "state", "conflicts", "elastic", "problems", "second_sources")
+        fields = {k: data[k] for k in cls.__dataclass_fields__
+                  if k != "nodes" and (k in data or k not in optional)}  # fmt: skip
         return cls(nodes=[NodeRun(**n) for n in data["nodes"]], **fields)
 
     def to_listing(self) -> dict[str, Any]:
@@ -113,6 +131,16 @@ LISTING_KEYS = ("job_id", "job_name", "sources", "seen_nodes", "expected_nodes",
 
 def _key(n: NodeRun) -> tuple[str | None, str]:
     return n.step_id, f"rank {n.node_rank}" if n.node_rank is not None else f"node {n.node}"
+
+
+def _claim(n: NodeRun) -> tuple[str | None, str | None, str]:
+    """What one run claims: its own job (array task), its step, its node rank or name."""
+    return (n.job_id, *_key(n))
+
+
+def _where(n: NodeRun) -> tuple[str | None, str]:
+    """The machine a run measured (name first: ranks are relative to a step)."""
+    return n.job_id, f"node {n.node}" if n.node else f"rank {n.node_rank}"
 
 
 def node_run(record: RunRecord) -> NodeRun:
@@ -136,54 +164,136 @@ def node_run(record: RunRecord) -> NodeRun:
         carbon_source=carbon.source if carbon is not None else None,
         cost_usd=cost.usd if cost is not None else None,
         pod=job.pod if job else None, namespace=job.namespace if job else None,
+        job_id=job.job_id if job else None, array_task_id=job.array_task_id if job else None,
+        scope=job.scope if job else None,
     )  # fmt: skip
 
 
 def summarize_job(job_id: str, records: Sequence[RunRecord]) -> JobSummary:
-    """Add up the runs of one job (``records``: every run whose job id is ``job_id``)."""
+    """Add up the runs of one job (``records``: every run whose job id is ``job_id``, or
+    every task's of an array job)."""
     nodes = [node_run(r) for r in records]
-    by_key: dict[tuple[str | None, str], list[NodeRun]] = {}
-    for n in nodes:
-        by_key.setdefault(_key(n), []).append(n)
-    clashes = [(k, [n.run_id for n in ns]) for k, ns in by_key.items() if len(ns) > 1]
-    conflicts: list[dict[str, Any]] = [
-        {"step_id": k[0], "node": k[1], "run_ids": ids} for k, ids in clashes
-    ]
-    clashing = {rid for _, ids in clashes for rid in ids}
-    nodes = [NodeRun(**{**n.__dict__, "counted": n.run_id not in clashing}) for n in nodes]
-    nodes.sort(key=lambda n: (n.step_id or "", n.node_rank if n.node_rank is not None else 1 << 30,
+    nodes.sort(key=lambda n: (n.job_id or "", n.step_id or "",
+                              n.node_rank if n.node_rank is not None else 1 << 30,
                               n.node or "", n.started_at))  # fmt: skip
-    problems = [
-        f"{k[1]}{_step(k[0])} is claimed by {len(ids)} runs ({', '.join(ids)}): "
-        "none of them is counted"
-        for k, ids in clashes
-    ]
-    expected, elastic = _expected(records, problems)
-    missing, missing_count = _missing(nodes, expected)
-    if missing_count:
-        shown = f" (node ranks {', '.join(map(str, missing))})" if missing else ""
-        problems.append(f"{missing_count} of {expected} expected node(s) never reported{shown}")
+    problems: list[str] = []
+    nodes, conflicts = _resolve_conflicts(nodes, problems)
+    nodes = _covered_by_allocation(nodes)
+    expected, missing, missing_count, elastic = _expected_and_missing(records, nodes, problems)
     for n in nodes:
         if n.status in UNFINISHED:
             problems.append(f"node {n.node} (run {n.run_id}) is {n.status}: its figure is partial")
     counted = [n for n in nodes if n.counted]
+    if nodes and not counted:
+        problems.append(f"none of the job's {len(nodes)} run(s) is counted: no energy figure")
     names = [r.job.job_name for r in records if r.job and r.job.job_name]
+    interrupted = [n.run_id for n in nodes if n.status == "interrupted"]
+    if interrupted:
+        problems.append(f"the job was stopped before its end: {len(interrupted)} run(s) "
+                        f"interrupted ({', '.join(interrupted)})")  # fmt: skip
+    schedulers = sorted({r.job.scheduler for r in records if r.job and r.job.scheduler})
     return JobSummary(
         job_id=job_id, job_name=names[0] if names else None,
         sources=sorted({r.job.source for r in records if r.job}), nodes=nodes,
         expected_nodes=expected, missing_nodes=missing, missing_count=missing_count,
         energy=_energy(counted), carbon=_summed(counted, "carbon_kg", "kg"),
         cost=_summed(counted, "cost_usd", "usd"), span=_span(nodes), conflicts=conflicts,
-        elastic=elastic, problems=problems,
+        elastic=elastic, problems=problems, scheduler=schedulers[0] if schedulers else None,
     )  # fmt: skip
+
+
+def _resolve_conflicts(
+    nodes: list[NodeRun], problems: list[str]
+) -> tuple[list[NodeRun], list[dict[str, Any]]]:
+    """One run per claim counts (see the module docstring); the others are named."""
+    by_claim: dict[tuple[str | None, str | None, str], list[NodeRun]] = {}
+    for n in nodes:
+        by_claim.setdefault(_claim(n), []).append(n)
+    losers: dict[str, str] = {}
+    conflicts: list[dict[str, Any]] = []
+    for claim, runs in by_claim.items():
+        if len(runs) < 2:
+            continue
+        winner = min(runs, key=lambda n: (n.status in UNFINISHED, -(n.duration_s or 0.0),
+                                          n.started_at))  # fmt: skip
+        others = [n.run_id for n in runs if n is not winner]
+        for rid in others:
+            losers[rid] = f"{claim[2]}{_step(claim[1])} is measured by run {winner.run_id}"
+        conflicts.append({"step_id": claim[1], "node": claim[2],
+                          "run_ids": [n.run_id for n in runs], "counted": winner.run_id,
+                          "not_counted": others})  # fmt: skip
+        problems.append(f"{claim[2]}{_step(claim[1])} is claimed by {len(runs)} runs: "
+                        f"{winner.run_id} counted, {', '.join(others)} not counted")  # fmt: skip
+    out = [replace(n, counted=False, not_counted_why=losers[n.run_id]) if n.run_id in losers
+           else n for n in nodes]  # fmt: skip
+    return out, conflicts
+
+
+def _covered_by_allocation(nodes: list[NodeRun]) -> list[NodeRun]:
+    """A step's run on a node whose whole allocation a counted run measures is not counted."""
+    whole = {_where(n): n.run_id for n in nodes if n.counted and n.scope == "allocation"}
+    out = []
+    for n in nodes:
+        cover = whole.get(_where(n)) if n.scope != "allocation" else None
+        if n.counted and cover is not None:
+            why = f"inside run {cover}, which measures this node for the whole allocation"
+            n = replace(n, counted=False, not_counted_why=why)
+        out.append(n)
+    return out
 
 
 def _step(step_id: str | None) -> str:
     return f" of step {step_id}" if step_id is not None else ""
 
 
+def _expected_and_missing(
+    records: Sequence[RunRecord], nodes: Sequence[NodeRun], problems: list[str]
+) -> tuple[int | None, list[int] | None, int | None, dict[str, Any] | None]:
+    """Expected nodes, missing ranks and count, per job (array task) and step, added up.
+
+    The job's expected count is its allocation's (a prolog's runs), else its widest step's.
+    """
+    groups: dict[tuple[str | None, str | None], list[RunRecord]] = {}
+    for r in records:
+        if r.job is not None:
+            groups.setdefault((r.job.job_id, r.job.step_id), []).append(r)
+    expected_by_job: dict[str | None, int] = {}
+    missing_all: list[int] = []
+    missing_total = 0
+    elastic: dict[str, Any] | None = None
+    unknown = False
+    for (job, step), runs in sorted(groups.items(), key=lambda kv: (kv[0][0] or "",
+                                                                    kv[0][1] or "")):  # fmt: skip
+        expected, group_elastic = _expected(runs, problems, step)
+        if group_elastic is not None:
+            elastic = group_elastic
+            unknown = True
+            continue
+        if expected is None:
+            unknown = True
+            continue
+        allocation = step is None
+        if allocation or expected > expected_by_job.get(job, 0):
+            expected_by_job[job] = expected if allocation else max(expected,
+                                                                    expected_by_job.get(job, 0))
+        mine = [n for n in nodes if n.job_id == job and n.step_id == step]
+        missing, count = _missing(mine, expected)
+        if count:
+            shown = f" (node ranks {', '.join(map(str, missing))})" if missing else ""
+            problems.append(f"{count} of {expected} expected node(s){_step(step)} never "
+                            f"reported{shown}")  # fmt: skip
+            missing_total += count
+            missing_all += missing or []
+    if unknown and not expected_by_job:
+        return None, None, None, elastic
+    total = sum(expected_by_job.values())
+    one_group = len(groups) == 1
+    return total, (missing_all if one_group else None) if not unknown else None, \
+        (missing_total if not unknown else None), elastic  # fmt: skip
+
+
 def _expected(
-    records: Sequence[RunRecord], problems: list[str]
+    records: Sequence[RunRecord], problems: list[str], step: str | None = None
 ) -> tuple[int | None, dict[str, Any] | None]:
     """The one expected node count, or None and the elastic record when the runs disagree."""
     counts: dict[int, list[str]] = {}
@@ -200,8 +310,8 @@ def _expected(
     seen = "; ".join(f"{k} node(s) in runs {', '.join(v)}" for k, v in sorted(counts.items()))
     sizes = "; ".join(f"world size {k} in runs {', '.join(v)}" for k, v in sorted(worlds.items()))
     problems.append(
-        f"the job's size changed mid-job (elastic): {seen or sizes}; missing nodes are not "
-        "computed against any one size"
+        f"the job's size changed mid-job{_step(step)} (elastic): {seen or sizes}; missing nodes "
+        "are not computed against any one size"
     )
     return None, elastic
 
@@ -221,6 +331,7 @@ def _energy(counted: Sequence[NodeRun]) -> dict[str, Any]:
     total = sum(n.energy_j for n in counted)
     spread = math.sqrt(sum((n.energy_j * n.uncertainty_rel) ** 2 for n in counted))
     return {
+        "status": "ok" if counted else "none counted",
         "total_j": total, "total_kwh": total / 3.6e6,
         "uncertainty_rel": spread / total if total > 0 else 0.0, "uncertainty_j": spread,
         "nodes_counted": len(counted),

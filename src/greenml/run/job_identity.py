@@ -14,6 +14,13 @@ order (the first that answers wins, and the block says which in ``source``):
    downward-API labels file (``GREENML_PODINFO_LABELS``, default
    ``/etc/podinfo/labels``) (``kubernetes``).
 
+Under Slurm, ``--job`` naming the job Slurm runs (``SLURM_JOB_ID``) keeps
+what Slurm says of it: its step (``SLURM_STEP_ID``), name
+(``SLURM_JOB_NAME``), array job and task (``SLURM_ARRAY_JOB_ID``,
+``SLURM_ARRAY_TASK_ID``), ``scheduler: slurm``; a step's expected nodes are the
+step's (``SLURM_STEP_NUM_NODES``), not the allocation's. ``GREENML_JOB_SCOPE``
+(``allocation``, set by the Slurm prolog; ``step``) says what the run covers.
+
 Node name, node rank, ranks and expected sizes are read the same way (and, in
 a pod, its name and namespace: ``POD_NAME``, ``POD_NAMESPACE``), each
 with where it came from (``node_source``, ``sizes_source``); an explicit
@@ -36,6 +43,8 @@ JOB_ENV = "GREENML_JOB"
 NODE_RANK_ENV = "GREENML_NODE_RANK"
 NODES_ENV = "GREENML_JOB_NODES"
 K8S_JOB_ENV = "GREENML_K8S_JOB_NAME"
+SCOPE_ENV = "GREENML_JOB_SCOPE"
+SCOPES = ("allocation", "step")
 PODINFO_ENV = "GREENML_PODINFO_LABELS"
 PODINFO_DEFAULT = "/etc/podinfo/labels"
 K8S_JOB_LABELS = ("batch.kubernetes.io/job-name", "job-name")
@@ -84,14 +93,43 @@ def job_identity(
             raise ConfigError("--node-rank and --job-nodes need a job: add --job ID")
         return None
     source, job_id, step_id = found
+    slurm = _in_slurm_job(env, job_id)
+    if slurm and step_id is None:
+        step_id = env.get("SLURM_STEP_ID") or None  # --job "$SLURM_JOB_ID" keeps the step
     block: dict[str, Any] = {"job_id": check_job_id(job_id, _what(source)), "source": source}
     if step_id is not None:
         block["step_id"] = step_id
-    block["job_name"] = request.job_name or _job_name(env, source) or run_name
+    slurm_name = env.get("SLURM_JOB_NAME") if slurm else None
+    block["job_name"] = request.job_name or slurm_name or run_name
     block.update(_node(env, include_hostname))
-    block.update(_ranks(env, request))
+    block.update(_ranks(env, request, step=slurm and step_id is not None))
     block.update(_pod(env))
+    block.update(_slurm(env, slurm, step_id))
     return block
+
+
+def _in_slurm_job(env: Mapping[str, str], job_id: str) -> bool:
+    """Whether ``job_id`` is the Slurm job this process runs in (its id or ``ARRAY_TASK``)."""
+    own = env.get("SLURM_JOB_ID")
+    if not own:
+        return False
+    array = f"{env.get('SLURM_ARRAY_JOB_ID')}_{env.get('SLURM_ARRAY_TASK_ID')}"
+    return job_id.strip() in (own, array)
+
+
+def _slurm(env: Mapping[str, str], slurm: bool, step_id: str | None) -> dict[str, Any]:
+    """``scheduler``, the array job and task, and ``scope`` (see the module docstring)."""
+    scope = env.get(SCOPE_ENV) or None
+    if scope is not None and scope not in SCOPES:
+        raise ConfigError(f"{SCOPE_ENV}={scope!r} is not one of {', '.join(SCOPES)}")
+    if not slurm:
+        return {"scope": scope} if scope else {}
+    out: dict[str, Any] = {"scheduler": "slurm",
+                           "scope": scope or ("step" if step_id is not None else None)}  # fmt: skip
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
+        out["array_job_id"] = env["SLURM_ARRAY_JOB_ID"]
+        out["array_task_id"] = env["SLURM_ARRAY_TASK_ID"]
+    return out
 
 
 def _what(source: str) -> str:
@@ -134,12 +172,6 @@ def _podinfo_job(env: Mapping[str, str]) -> str | None:
 def _label(line: str) -> tuple[str, str]:
     key, _, value = line.partition("=")
     return key.strip(), value.strip().strip('"')
-
-
-def _job_name(env: Mapping[str, str], source: str) -> str | None:
-    if source == "slurm":
-        return env.get("SLURM_JOB_NAME") or None
-    return None
 
 
 def _node(env: Mapping[str, str], include_hostname: bool) -> dict[str, Any]:
@@ -191,13 +223,17 @@ def _first(env: Mapping[str, str], *names: str) -> tuple[int | None, str | None]
     return None, None
 
 
-def _ranks(env: Mapping[str, str], request: JobRequest) -> dict[str, Any]:
-    """Node rank, process ranks and expected sizes, each from the first variable set."""
+def _ranks(env: Mapping[str, str], request: JobRequest, *, step: bool = False) -> dict[str, Any]:
+    """Node rank, process ranks and expected sizes, each from the first variable set.
+
+    ``step``: a Slurm step, whose node count is the step's, not the allocation's.
+    """
     node_rank, rank_var = _first(env, NODE_RANK_ENV, "SLURM_NODEID", "GROUP_RANK", "NODE_RANK",
                                  "PET_NODE_RANK", "JOB_COMPLETION_INDEX")  # fmt: skip
     if request.node_rank is not None:
         node_rank, rank_var = request.node_rank, "option"
-    nodes, nodes_var = _first(env, NODES_ENV, "SLURM_JOB_NUM_NODES", "SLURM_NNODES",
+    step_nodes = ("SLURM_STEP_NUM_NODES",) if step else ()
+    nodes, nodes_var = _first(env, NODES_ENV, *step_nodes, "SLURM_JOB_NUM_NODES", "SLURM_NNODES",
                               "PET_NNODES")  # fmt: skip
     if request.expected_nodes is not None:
         nodes, nodes_var = request.expected_nodes, "option"

@@ -202,6 +202,7 @@ class ScheduleBlock(Block):
 
 
 JobSource = Literal["option", "env", "slurm", "torchelastic", "ray", "kubernetes"]
+JobScope = Literal["allocation", "step"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,7 +213,11 @@ class JobBlock(Block):
     says where the job id came from, ``node_source`` the node name,
     ``node_rank_source`` and ``expected_nodes_source`` the variable (or
     ``option``) that gave them; ``pod`` and ``namespace``: the Kubernetes pod
-    it ran in. Null (or absent): no source gave the value.
+    it ran in. ``scheduler``: the batch system the run ran under (``slurm``),
+    even when ``--job`` named the job; ``array_job_id``/``array_task_id``: a Slurm
+    array task (``job_id`` is then the task's own id); ``scope``: ``allocation`` for
+    a run that measures the node for the whole job (the Slurm prolog), ``step``
+    for one step. Null (or absent): no source gave the value.
     """
 
     job_id: str = field(default="", metadata=meta(required=True, minLength=1))
@@ -230,6 +235,12 @@ class JobBlock(Block):
     expected_nodes_source: str | None = None
     pod: str | None = None
     namespace: str | None = None
+    scheduler: str | None = None
+    array_job_id: str | None = None
+    array_task_id: str | None = None
+    scope: JobScope | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class MarketPart(Block):
     """One share of the energy priced by one market instrument (``carbon_market.parts``)."""

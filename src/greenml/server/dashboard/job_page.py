@@ -15,6 +15,7 @@ from fastapi.responses import Response
 from greenml.report.quantities import energy, mass, money, percent
 from greenml.report.svg import esc
 from greenml.server.api_jobs import MAX_JOBS, project_job, project_jobs
+from greenml.server.dashboard.job_diagnosis import diagnosis_section
 from greenml.server.dashboard.layout import link, page, table
 from greenml.server.state import scope
 
@@ -75,6 +76,7 @@ def job_view(request: Request, job_id: str) -> Response:
         "<h2>Nodes</h2>",
         table(["rank", "node", "run", "status", "energy", "devices", "CO2eq", "cost"], rows,
               numeric=(4, 6, 7)),
+        diagnosis_section(request, where, job_id),
         f"<p>{link('/api' + '/v1' + _url(job_id), 'This job as JSON')}</p>",
     ])  # fmt: skip
     return page(f"Job {job_id}", body, project=where.project)
