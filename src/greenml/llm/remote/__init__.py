@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from greenml.llm.remote.calls import LlmCall
-    from greenml.llm.remote.estimate import estimate
-    from greenml.llm.remote.instrument import instrument
+    from greenml.llm.remote.energy_model import estimate
+    from greenml.llm.remote.sdk import instrument
     from greenml.llm.remote.otel import GreenmlSpanProcessor
     from greenml.llm.remote.workflow import Workflow, tool
 
 __all__ = ["GreenmlSpanProcessor", "LlmCall", "Workflow", "estimate", "instrument", "tool"]
 _WHERE = {
-    "instrument": "greenml.llm.remote.instrument",
+    "instrument": "greenml.llm.remote.sdk",
     "Workflow": "greenml.llm.remote.workflow",
     "tool": "greenml.llm.remote.workflow",
-    "estimate": "greenml.llm.remote.estimate",
+    "estimate": "greenml.llm.remote.energy_model",
     "LlmCall": "greenml.llm.remote.calls",
     "GreenmlSpanProcessor": "greenml.llm.remote.otel",
 }

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from greenml.llm.remote.estimate import estimate
+from greenml.llm.remote.energy_model import estimate
 from greenml.llm.remote.place import Place, place_for
 from greenml.llm.remote.usage import ProxyEnergy
 

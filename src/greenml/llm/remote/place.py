@@ -15,7 +15,7 @@ from greenml.accounting.carbon import intensity_uncertainty
 from greenml.accounting.water import DEFAULT_WUE, PROVIDER_WUE, OffsiteWater, Wue, offsite_water
 
 J_PER_KWH = 3.6e6
-PUE_ASSUMED = 1.2  # matches the overhead in greenml.llm.remote.estimate (IT = facility ÷ PUE)
+PUE_ASSUMED = 1.2  # matches the overhead in greenml.llm.remote.energy_model (IT = facility ÷ PUE)
 _DEFAULTS = {
     "openai": ("US", "azure", "OpenAI publishes no serving region; assumed US grid, Azure fleet WUE"),
     "anthropic": ("US", "aws", "Anthropic publishes no serving region; assumed US grid, AWS fleet WUE"),

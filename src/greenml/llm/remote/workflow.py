@@ -149,13 +149,16 @@ class Collector:
         }
 
 
-def emit(call: LlmCall) -> None:
-    """Hand a call to every open workflow and to the open greenml Run."""
-    for collector in _open.get():
-        collector.add_call(call)
+def targets() -> tuple[Collector, ...]:
+    """The collectors a call made now belongs to: the open workflows and the open Run's."""
     run_collector = _for_run()
-    if run_collector is not None:
-        run_collector.add_call(call)
+    return (*_open.get(), *((run_collector,) if run_collector is not None else ()))
+
+
+def emit(call: LlmCall, to: tuple[Collector, ...] | None = None) -> None:
+    """Hand a call to ``to`` (a stream's, taken when it began), else to :func:`targets`."""
+    for collector in targets() if to is None else to:
+        collector.add_call(call)
 
 
 def emit_tool(name: str, duration_s: float) -> None:

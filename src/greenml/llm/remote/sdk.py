@@ -14,7 +14,7 @@ import functools
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -22,7 +22,7 @@ from greenml.llm.remote.calls import account
 from greenml.llm.remote.place import Place, place_for
 from greenml.llm.remote.streams import AnthropicTally, OpenAITally
 from greenml.llm.remote.usage import parse_energy, parse_tokens
-from greenml.llm.remote.workflow import emit
+from greenml.llm.remote.workflow import emit, targets
 
 log = logging.getLogger("greenml")
 C = TypeVar("C")
@@ -85,21 +85,20 @@ def instrument(
 
 
 def _wrap(original: Callable[..., Any], sdk: str, place: Place, endpoint: str) -> Callable[..., Any]:
-    if inspect.iscoroutinefunction(original):
+    """A ``create`` that observes what ``original`` returns (awaited first for async clients:
+    the SDKs' async methods are not always coroutine functions to ``inspect``)."""
 
-        @functools.wraps(original)
-        async def acreate(*args: Any, **kwargs: Any) -> Any:
-            started, t0 = time.time(), time.perf_counter()
-            result = await original(*args, **kwargs)
-            _observe(result, sdk, place, endpoint, kwargs, started, t0)
-            return result
-
-        return acreate
+    async def observed(pending: Awaitable[Any], kwargs: dict[str, Any], started: float, t0: float) -> Any:
+        result = await pending
+        _observe(result, sdk, place, endpoint, kwargs, started, t0)
+        return result
 
     @functools.wraps(original)
     def create(*args: Any, **kwargs: Any) -> Any:
         started, t0 = time.time(), time.perf_counter()
         result = original(*args, **kwargs)
+        if inspect.isawaitable(result):
+            return observed(result, kwargs, started, t0)
         _observe(result, sdk, place, endpoint, kwargs, started, t0)
         return result
 
@@ -114,7 +113,7 @@ def _observe(
         iterator = getattr(result, "_iterator", None) if _is_stream(result) else None
         if iterator is not None:
             tally: Any = OpenAITally(model) if sdk == "openai" else AnthropicTally(model)
-            ctx = (sdk, place, kwargs, started, t0, tally)
+            ctx = (sdk, place, kwargs, started, t0, targets(), tally)
             if hasattr(iterator, "__anext__"):
                 result.__dict__["_iterator"] = _aobserve(iterator, ctx)
             else:
@@ -143,14 +142,14 @@ def _is_stream(result: Any) -> bool:
 
 
 def _finish(ctx: tuple[Any, ...], complete: bool) -> None:
-    sdk, place, kwargs, started, t0, tally = ctx
+    sdk, place, kwargs, started, t0, to, tally = ctx
     try:
         inputs, outputs, source = tally.result(_prompt_chars(kwargs) // 4)
         if not complete:
             source += "; the stream was not read to its end"
         emit(account(provider=sdk, model=tally.model, input_tokens=inputs, output_tokens=outputs,
                      tokens_source=source, energy=tally.energy, place=place, started_s=started,
-                     duration_s=time.perf_counter() - t0, stream=True))  # fmt: skip
+                     duration_s=time.perf_counter() - t0, stream=True), to)  # fmt: skip
     except Exception as exc:
         _warn_once(f"{sdk}:stream", f"greenml could not account a {sdk} stream: {exc!r}")
 
