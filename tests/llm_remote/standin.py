@@ -22,8 +22,14 @@ DECODE_J_PER_TOKEN = 0.1
 def energy_of(prompt: int, completion: int) -> dict[str, Any]:
     prefill, decode = PREFILL_J_PER_TOKEN * prompt, DECODE_J_PER_TOKEN * completion
     total = prefill + decode
-    return {"energy_j": total, "uncertainty_j": 0.05 * total, "prefill_j": prefill,
-            "decode_j": decode, "co2eq_g": total / 3.6e6 * 400.0, "method": "power-integrated"}  # fmt: skip
+    return {
+        "energy_j": total,
+        "uncertainty_j": 0.05 * total,
+        "prefill_j": prefill,
+        "decode_j": decode,
+        "co2eq_g": total / 3.6e6 * 400.0,
+        "method": "power-integrated",
+    }
 
 
 def _words(value: Any) -> int:
@@ -55,25 +61,56 @@ def build_app() -> Any:
         prompt = _words(body.get("messages"))
         n = int(body.get("max_tokens") or body.get("max_completion_tokens") or 8)
         words = [f"w{i} " for i in range(n)]
-        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": n,
-                                 "total_tokens": prompt + n}  # fmt: skip
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": n,
+            "total_tokens": prompt + n,
+        }
         if energy:
             usage["energy"] = energy_of(prompt, n)
         headers = {"X-Greenml-Energy-J": str(usage["energy"]["energy_j"])} if energy else {}
         base = {"id": "chatcmpl-standin", "created": 1_700_000_000, "model": model}
         if not body.get("stream"):
-            return JSONResponse({**base, "object": "chat.completion", "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": "".join(words)},
-                 "finish_reason": "stop"}], "usage": usage}, headers=headers)  # fmt: skip
+            return JSONResponse(
+                {
+                    **base,
+                    "object": "chat.completion",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": "".join(words)},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": usage,
+                },
+                headers=headers,
+            )
         include = bool((body.get("stream_options") or {}).get("include_usage"))
 
         async def events() -> AsyncIterator[bytes]:
             chunk = {**base, "object": "chat.completion.chunk"}
-            yield _sse({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                              "finish_reason": None}]})  # fmt: skip
+            yield _sse(
+                {
+                    **chunk,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"role": "assistant", "content": ""},
+                            "finish_reason": None,
+                        }
+                    ],
+                }
+            )
             for word in words:
-                yield _sse({**chunk, "choices": [{"index": 0, "delta": {"content": word},
-                                                  "finish_reason": None}]})  # fmt: skip
+                yield _sse(
+                    {
+                        **chunk,
+                        "choices": [
+                            {"index": 0, "delta": {"content": word}, "finish_reason": None}
+                        ],
+                    }
+                )
             yield _sse({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
             if include:
                 yield _sse({**chunk, "choices": [], "usage": usage})
@@ -91,32 +128,73 @@ def build_app() -> Any:
         usage: dict[str, Any] = {"input_tokens": prompt, "output_tokens": n}
         if energy:
             usage["energy"] = energy_of(prompt, n)
-        message = {"id": "msg_standin", "type": "message", "role": "assistant", "model": model,
-                   "stop_reason": None, "stop_sequence": None}  # fmt: skip
+        message = {
+            "id": "msg_standin",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "stop_reason": None,
+            "stop_sequence": None,
+        }
         if not body.get("stream"):
-            return JSONResponse({**message, "content": [{"type": "text", "text": "".join(words)}],
-                                 "stop_reason": "end_turn", "usage": usage})  # fmt: skip
+            return JSONResponse(
+                {
+                    **message,
+                    "content": [{"type": "text", "text": "".join(words)}],
+                    "stop_reason": "end_turn",
+                    "usage": usage,
+                }
+            )
 
         async def events() -> AsyncIterator[bytes]:
-            yield _sse({"type": "message_start", "message": {**message, "content": [],
-                        "usage": {"input_tokens": prompt, "output_tokens": 1}}}, "message_start")  # fmt: skip
-            yield _sse({"type": "content_block_start", "index": 0,
-                        "content_block": {"type": "text", "text": ""}}, "content_block_start")  # fmt: skip
+            yield _sse(
+                {
+                    "type": "message_start",
+                    "message": {
+                        **message,
+                        "content": [],
+                        "usage": {"input_tokens": prompt, "output_tokens": 1},
+                    },
+                },
+                "message_start",
+            )
+            yield _sse(
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+                "content_block_start",
+            )
             for word in words:
-                yield _sse({"type": "content_block_delta", "index": 0,
-                            "delta": {"type": "text_delta", "text": word}}, "content_block_delta")  # fmt: skip
+                yield _sse(
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": word},
+                    },
+                    "content_block_delta",
+                )
             yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
             final = {"output_tokens": n, **({"energy": usage["energy"]} if energy else {})}
-            yield _sse({"type": "message_delta", "delta": {"stop_reason": "end_turn",
-                        "stop_sequence": None}, "usage": final}, "message_delta")  # fmt: skip
+            yield _sse(
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                    "usage": final,
+                },
+                "message_delta",
+            )
             yield _sse({"type": "message_stop"}, "message_stop")
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
-    return Starlette(routes=[
-        Route("/{variant}/v1/chat/completions", chat, methods=["POST"]),
-        Route("/{variant}/v1/messages", messages, methods=["POST"]),
-    ])  # fmt: skip
+    return Starlette(
+        routes=[
+            Route("/{variant}/v1/chat/completions", chat, methods=["POST"]),
+            Route("/{variant}/v1/messages", messages, methods=["POST"]),
+        ]
+    )
 
 
 class StandIn:

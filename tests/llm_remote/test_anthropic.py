@@ -34,8 +34,12 @@ def test_sync_measured_and_unchanged(standin: StandIn) -> None:
 
 def test_stream_events_unchanged_and_usage_read(standin: StandIn) -> None:
     plain, client = pair(standin, "energy", anthropic.Anthropic)
-    kwargs: dict[str, Any] = {"model": "claude-sonnet-4", "max_tokens": 4, "messages": MESSAGES,
-                              "stream": True}  # fmt: skip
+    kwargs: dict[str, Any] = {
+        "model": "claude-sonnet-4",
+        "max_tokens": 4,
+        "messages": MESSAGES,
+        "stream": True,
+    }
     want = [e.model_dump() for e in plain.messages.create(**kwargs)]
     with Workflow("w", echo=False) as wf:
         stream = client.messages.create(**kwargs)
@@ -43,7 +47,11 @@ def test_stream_events_unchanged_and_usage_read(standin: StandIn) -> None:
         got = [e.model_dump() for e in stream]
     assert got == want
     [call] = wf.calls
-    assert call.stream and call.kind == "measured" and (call.input_tokens, call.output_tokens) == (3, 4)
+    assert (
+        call.stream
+        and call.kind == "measured"
+        and (call.input_tokens, call.output_tokens) == (3, 4)
+    )
 
 
 def test_estimated_closed_model_has_the_assumed_range(standin: StandIn) -> None:
@@ -60,8 +68,9 @@ def test_async_and_async_stream(standin: StandIn) -> None:
 
     async def go() -> list[Any]:
         await client.messages.create(model="claude-haiku", max_tokens=3, messages=MESSAGES)
-        stream = await client.messages.create(model="claude-haiku", max_tokens=6,
-                                              messages=MESSAGES, stream=True)  # fmt: skip
+        stream = await client.messages.create(
+            model="claude-haiku", max_tokens=6, messages=MESSAGES, stream=True
+        )
         assert isinstance(stream, anthropic.AsyncStream)
         return [e async for e in stream]
 
@@ -69,4 +78,6 @@ def test_async_and_async_stream(standin: StandIn) -> None:
         events = asyncio.run(go())
     assert events[0].type == "message_start" and events[-1].type == "message_stop"
     assert [(c.kind, c.stream, c.output_tokens) for c in wf.calls] == [
-        ("estimated", False, 3), ("estimated", True, 6)]  # fmt: skip
+        ("estimated", False, 3),
+        ("estimated", True, 6),
+    ]

@@ -52,8 +52,13 @@ def test_sync_estimated_without_proxy(standin: StandIn) -> None:
 
 def test_stream_with_usage_measured_and_chunks_unchanged(standin: StandIn) -> None:
     plain, client = clients(standin, "energy", openai.OpenAI)
-    kwargs: dict[str, Any] = {"model": "llama-3.1-8b", "messages": MESSAGES, "max_tokens": 4,
-                              "stream": True, "stream_options": {"include_usage": True}}  # fmt: skip
+    kwargs: dict[str, Any] = {
+        "model": "llama-3.1-8b",
+        "messages": MESSAGES,
+        "max_tokens": 4,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     expected = plain.chat.completions.create(**kwargs)
     with Workflow("w", echo=False) as wf:
         stream = client.chat.completions.create(**kwargs)

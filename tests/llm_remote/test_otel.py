@@ -7,13 +7,13 @@ import pytest
 from greenml.llm.remote import Workflow
 
 pytest.importorskip("opentelemetry.sdk")
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 
-from greenml.llm.remote.otel import GreenmlSpanProcessor  # noqa: E402
+from greenml.llm.remote.otel import GreenmlSpanProcessor
 
 
 def setup() -> tuple[GreenmlSpanProcessor, InMemorySpanExporter, TracerProvider]:
@@ -27,33 +27,48 @@ def setup() -> tuple[GreenmlSpanProcessor, InMemorySpanExporter, TracerProvider]
 def test_a_trace_rolls_up_its_calls_measured_and_estimated_apart() -> None:
     processor, exporter, provider = setup()
     tracer = provider.get_tracer("agent")
-    with Workflow("otel", echo=False) as wf:
-        with tracer.start_as_current_span("invoke_agent trip") as root:
-            with tracer.start_as_current_span("chat llama-3.1-8b") as span:
-                span.set_attributes({
-                    "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
-                    "gen_ai.request.model": "llama-3.1-8b", "gen_ai.usage.input_tokens": 100,
-                    "gen_ai.usage.output_tokens": 50})  # fmt: skip
-            with tracer.start_as_current_span("execute_tool search") as span:
-                span.set_attributes({"gen_ai.operation.name": "execute_tool",
-                                     "gen_ai.tool.name": "search"})  # fmt: skip
-            with tracer.start_as_current_span("chat proxied") as span:
-                span.set_attributes({
-                    "gen_ai.system": "openai", "gen_ai.response.model": "llama-3.1-70b",
-                    "gen_ai.usage.prompt_tokens": 10, "gen_ai.usage.completion_tokens": 5,
-                    "greenml.proxy.energy_j": 12.5, "greenml.proxy.uncertainty_j": 1.0,
-                    "greenml.proxy.method": "counter"})  # fmt: skip
-            trace_id = root.get_span_context().trace_id
+    with Workflow("otel", echo=False) as wf, tracer.start_as_current_span("invoke_agent") as root:
+        with tracer.start_as_current_span("chat llama-3.1-8b") as span:
+            span.set_attributes(
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.provider.name": "openai",
+                    "gen_ai.request.model": "llama-3.1-8b",
+                    "gen_ai.usage.input_tokens": 100,
+                    "gen_ai.usage.output_tokens": 50,
+                }
+            )
+        with tracer.start_as_current_span("execute_tool search") as span:
+            span.set_attributes(
+                {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}
+            )
+        with tracer.start_as_current_span("chat proxied") as span:
+            span.set_attributes(
+                {
+                    "gen_ai.system": "openai",
+                    "gen_ai.response.model": "llama-3.1-70b",
+                    "gen_ai.usage.prompt_tokens": 10,
+                    "gen_ai.usage.completion_tokens": 5,
+                    "greenml.proxy.energy_j": 12.5,
+                    "greenml.proxy.uncertainty_j": 1.0,
+                    "greenml.proxy.method": "counter",
+                }
+            )
+        trace_id = root.get_span_context().trace_id
     spans = {s.name: s for s in exporter.get_finished_spans()}
-    assert set(spans) == {"invoke_agent trip", "chat llama-3.1-8b", "execute_tool search",
-                          "chat proxied"}  # fmt: skip
+    assert set(spans) == {
+        "invoke_agent",
+        "chat llama-3.1-8b",
+        "execute_tool search",
+        "chat proxied",
+    }
     estimated = spans["chat llama-3.1-8b"].attributes or {}
     assert estimated["greenml.energy.kind"] == "estimated"
     assert estimated["greenml.energy_j"] > 0 and "SE" in estimated["greenml.intensity_source"]
     assert estimated["greenml.co2eq_g"] > 0 and estimated["greenml.water_ml"] > 0
     measured = spans["chat proxied"].attributes or {}
     assert measured["greenml.energy.kind"] == "measured" and measured["greenml.energy_j"] == 12.5
-    assert "greenml.energy_j" not in (spans["invoke_agent trip"].attributes or {})
+    assert "greenml.energy_j" not in (spans["invoke_agent"].attributes or {})
     total = processor.trace_total(f"{trace_id:032x}")
     assert total is not None
     assert (total.measured.calls, total.estimated.calls, total.tool_calls) == (1, 1, 1)

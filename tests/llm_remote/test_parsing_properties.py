@@ -1,4 +1,4 @@
-"""Hypothesis: usage blocks and span attributes from outside never crash and never invent figures."""
+"""Hypothesis: usage blocks and span attributes never crash the reader nor invent figures."""
 
 from __future__ import annotations
 
@@ -12,17 +12,33 @@ from greenml.llm.remote.spans import span_call
 from greenml.llm.remote.usage import parse_energy, parse_tokens
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8))
-json_values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
-    max_leaves=10)  # fmt: skip
-usage_keys = st.sampled_from(["prompt_tokens", "completion_tokens", "input_tokens", "output_tokens",
-                              "cache_read_input_tokens", "energy", "x"])  # fmt: skip
-energy_keys = st.sampled_from(["energy_j", "uncertainty_j", "prefill_j", "decode_j", "co2eq_g",
-                               "method"])  # fmt: skip
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+usage_keys = st.sampled_from(
+    [
+        "prompt_tokens",
+        "completion_tokens",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "energy",
+        "x",
+    ]
+)
+energy_keys = st.sampled_from(
+    ["energy_j", "uncertainty_j", "prefill_j", "decode_j", "co2eq_g", "method"]
+)
 
 
 @given(st.dictionaries(usage_keys, json_values), st.dictionaries(energy_keys, json_values))
-def test_usage_blocks_parse_to_valid_figures_or_nothing(usage: dict[str, Any], energy: dict[str, Any]) -> None:
+def test_usage_blocks_parse_to_valid_figures_or_nothing(
+    usage: dict[str, Any], energy: dict[str, Any]
+) -> None:
     usage = {**usage, "energy": energy} if energy else usage
     tokens = parse_tokens(usage)
     for count in (tokens.input_tokens, tokens.output_tokens):
@@ -32,27 +48,56 @@ def test_usage_blocks_parse_to_valid_figures_or_nothing(usage: dict[str, Any], e
         return
     raw = energy.get("energy_j")
     assert isinstance(raw, (int, float)) and not isinstance(raw, bool) and raw == found.energy_j
-    for value in (found.energy_j, found.uncertainty_j, found.prefill_j, found.decode_j, found.co2eq_g):
+    for value in (
+        found.energy_j,
+        found.uncertainty_j,
+        found.prefill_j,
+        found.decode_j,
+        found.co2eq_g,
+    ):
         assert value is None or (math.isfinite(value) and value >= 0)
     assert found.method in {"counter", "power-integrated", "estimated", "unstated"}
 
 
-@given(st.integers(0, 10**9), st.integers(0, 10**9),
-       st.floats(0, 1e9), st.sampled_from(["counter", "power-integrated", "estimated"]))  # fmt: skip
+@given(
+    st.integers(0, 10**9),
+    st.integers(0, 10**9),
+    st.floats(0, 1e9),
+    st.sampled_from(["counter", "power-integrated", "estimated"]),
+)
 def test_valid_usage_reads_back_exactly(p: int, c: int, j: float, method: str) -> None:
-    usage = {"prompt_tokens": p, "completion_tokens": c, "energy": {"energy_j": j, "method": method}}
+    usage = {
+        "prompt_tokens": p,
+        "completion_tokens": c,
+        "energy": {"energy_j": j, "method": method},
+    }
     assert (parse_tokens(usage).input_tokens, parse_tokens(usage).output_tokens) == (p, c)
     found = parse_energy(usage)
     assert found is not None and found.energy_j == j and found.method == method
 
 
-span_keys = st.sampled_from([
-    "gen_ai.request.model", "gen_ai.response.model", "gen_ai.usage.input_tokens",
-    "gen_ai.usage.output_tokens", "gen_ai.usage.prompt_tokens", "gen_ai.system",
-    "gen_ai.provider.name", "gen_ai.operation.name", "greenml.proxy.energy_j",
-    "greenml.proxy.method", "other"])  # fmt: skip
-attr_values = st.one_of(st.booleans(), st.integers(), st.floats(), st.text(max_size=8),
-                        st.lists(st.integers(), max_size=3))  # fmt: skip
+span_keys = st.sampled_from(
+    [
+        "gen_ai.request.model",
+        "gen_ai.response.model",
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.output_tokens",
+        "gen_ai.usage.prompt_tokens",
+        "gen_ai.system",
+        "gen_ai.provider.name",
+        "gen_ai.operation.name",
+        "greenml.proxy.energy_j",
+        "greenml.proxy.method",
+        "other",
+    ]
+)
+attr_values = st.one_of(
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=8),
+    st.lists(st.integers(), max_size=3),
+)
 
 
 @given(st.dictionaries(span_keys, attr_values))

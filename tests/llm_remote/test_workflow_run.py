@@ -31,15 +31,18 @@ def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def agent(standin: StandIn) -> None:
     """Two measured calls through the 'proxy', one estimated call, one tool call."""
-    proxied = instrument(openai.OpenAI(base_url=standin.url("energy") + "/v1", api_key="k"),
-                         country="US")  # fmt: skip
-    direct = instrument(openai.OpenAI(base_url=standin.url("plain") + "/v1", api_key="k"),
-                        country="FR")  # fmt: skip
+    proxied = instrument(
+        openai.OpenAI(base_url=standin.url("energy") + "/v1", api_key="k"), country="US"
+    )
+    direct = instrument(
+        openai.OpenAI(base_url=standin.url("plain") + "/v1", api_key="k"), country="FR"
+    )
     proxied.chat.completions.create(model="llama-3.1-8b", messages=MESSAGES, max_tokens=10)
     with tool("search"):
         time.sleep(0.01)
-    for _ in proxied.chat.completions.create(model="llama-3.1-8b", messages=MESSAGES, stream=True,
-                                             stream_options={"include_usage": True}):  # fmt: skip
+    for _ in proxied.chat.completions.create(
+        model="llama-3.1-8b", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+    ):
         pass
     direct.chat.completions.create(model="llama-3.1-70b", messages=MESSAGES, max_tokens=20)
 
@@ -51,9 +54,11 @@ def test_calls_in_a_run_are_stored_and_the_sci_is_per_workflow(
     ids = []
     for _ in range(2):  # two executions of the workflow
         sensor = FakeSensor([FakeDevice("gpu0", [(0, 50.0)])])
-        with greenml.Run("trip-agent", ci=300, db=db, sensors=[sensor], tick_s=0.05) as run:
-            with Workflow("inner", echo=False) as wf:
-                agent(standin)
+        with (
+            greenml.Run("trip-agent", ci=300, db=db, sensors=[sensor], tick_s=0.05) as run,
+            Workflow("inner", echo=False) as wf,
+        ):
+            agent(standin)
         assert run.record is not None
         ids.append(run.record.id)
     record = run.record
@@ -63,15 +68,20 @@ def test_calls_in_a_run_are_stored_and_the_sci_is_per_workflow(
     assert block.measured.energy_j == pytest.approx((3 * 0.01 + 10 * 0.1) + (3 * 0.01 + 8 * 0.1))
     assert block.estimated.energy_j == pytest.approx(wf.total().estimated.energy_j)
     assert block.call_list is not None and [c["kind"] for c in block.call_list] == [
-        "measured", "measured", "estimated"]  # fmt: skip
+        "measured",
+        "measured",
+        "estimated",
+    ]
     with open_store(db) as store:  # stored typed, read back byte for byte
         stored = store.get_record(record.id)
         assert stored == record.to_dict()
         assert RunRecord.from_dict(stored, strict=True).workflow == block
 
-    assert main(["report", *ids, "--kind", "sci", "--per", "workflow", "--format", "json",
-                 "--db", db]) == 0  # fmt: skip
-    out, err = capsys.readouterr()
+    assert (
+        main(["report", *ids, "--kind", "sci", "--per", "workflow", "--format", "json", "--db", db])
+        == 0
+    )
+    out, _ = capsys.readouterr()
     data = json.loads(out)["data"]
     assert data["r"] == 2 and data["functional_unit"] == "workflow"
     parts = data["workflow"]
@@ -90,8 +100,9 @@ def test_per_workflow_without_workflow_blocks_is_one_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = str(tmp_path / "runs.db")
-    with greenml.Run("plain", ci=300, db=db, sensors=[FakeSensor([FakeDevice("gpu0", [(0, 5.0)])])],
-                     tick_s=0.05) as run:  # fmt: skip
+    with greenml.Run(
+        "plain", ci=300, db=db, sensors=[FakeSensor([FakeDevice("gpu0", [(0, 5.0)])])], tick_s=0.05
+    ) as run:
         time.sleep(0.01)
     assert run.record is not None and run.record.workflow is None
     assert "workflow" not in run.record.to_dict()  # older readers see no new key

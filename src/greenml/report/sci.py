@@ -110,15 +110,22 @@ def build(
     """
     from greenml.report import sci_workflow
 
-    workflow = sci_workflow.workflow_sum(runs.records) if sci_workflow.is_workflow_unit(per) else None
+    workflow = (
+        sci_workflow.workflow_sum(runs.records) if sci_workflow.is_workflow_unit(per) else None
+    )
     if workflow is not None and units is None:
         if not workflow.executions:
             raise ConfigError(
                 "--per workflow: no run here carries a workflow block (model calls made inside "
                 "a greenml.Run with an instrumented client); or give --units"
             )
-        r = FunctionalUnit(" ".join(per.split()), "workflow execution", 1.0,
-                           float(workflow.executions), "workflow executions recorded in the runs")  # fmt: skip
+        r = FunctionalUnit(
+            " ".join(per.split()),
+            "workflow execution",
+            1.0,
+            float(workflow.executions),
+            "workflow executions recorded in the runs",
+        )
     else:
         r = functional_unit(per, units, len(runs.records))
     if embodied_kg is not None and (not math.isfinite(embodied_kg) or embodied_kg < 0):
@@ -173,9 +180,7 @@ def build(
         Section("Runs", tables=[prose.runs_table(runs)]),
     ]
     if workflow is not None and workflow.executions:
-        parts = sci_workflow.parts_table(
-            workflow, local_g, runs.facility_energy.value, r.count
-        )
+        parts = sci_workflow.parts_table(workflow, local_g, runs.facility_energy.value, r.count)
         sections.insert(1, Section("Workflow", tables=[parts]))
     return Report(
         kind="sci",

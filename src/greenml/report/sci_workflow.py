@@ -68,8 +68,13 @@ class WorkflowSum:
         return self.measured.energy_j + self.estimated.energy_j
 
     def to_dict(self) -> dict[str, Any]:
-        return {"executions": self.executions, "runs": self.runs, "tool_calls": self.tool_calls,
-                "measured": self.measured.to_dict(), "estimated": self.estimated.to_dict()}  # fmt: skip
+        return {
+            "executions": self.executions,
+            "runs": self.runs,
+            "tool_calls": self.tool_calls,
+            "measured": self.measured.to_dict(),
+            "estimated": self.estimated.to_dict(),
+        }
 
 
 def workflow_sum(records: Sequence[dict[str, Any]]) -> WorkflowSum:
@@ -98,15 +103,27 @@ def parts_table(wf: WorkflowSum, local_g: float | None, local_j: float, count: f
     m, e = wf.measured, wf.estimated
     rows = [
         row("local compute (the runs)", local_j, local_g, "measured by greenml (the runs' meters)"),
-        row(f"model calls, measured ({m.calls})", m.energy_j, m.co2eq_g,
-            f"a greenml proxy's usage.energy, ± {fmt.energy(m.uncertainty_j)}"),
-        row(f"model calls, estimated ({e.calls})", e.energy_j, e.co2eq_g,
-            f"model size × stated hardware (greenml.llm.remote), ± {fmt.energy(e.uncertainty_j)}"),
-    ]  # fmt: skip
+        row(
+            f"model calls, measured ({m.calls})",
+            m.energy_j,
+            m.co2eq_g,
+            f"a greenml proxy's usage.energy, ± {fmt.energy(m.uncertainty_j)}",
+        ),
+        row(
+            f"model calls, estimated ({e.calls})",
+            e.energy_j,
+            e.co2eq_g,
+            f"model size × stated hardware (greenml.llm.remote), ± {fmt.energy(e.uncertainty_j)}",
+        ),
+    ]
     unknown = m.co2eq_unknown_calls + e.co2eq_unknown_calls
     note = f"{unknown} calls without a known grid intensity are not in CO2eq." if unknown else ""
-    return Table(["part", "energy", "CO2eq (g)", "g per workflow", "method"], rows,
-                 title="Per workflow execution: measured and estimated parts", note=note)  # fmt: skip
+    return Table(
+        ["part", "energy", "CO2eq (g)", "g per workflow", "method"],
+        rows,
+        title="Per workflow execution: measured and estimated parts",
+        note=note,
+    )
 
 
 def _num(value: Any) -> float:

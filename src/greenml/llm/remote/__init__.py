@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from greenml.llm.remote.calls import LlmCall
     from greenml.llm.remote.energy_model import estimate
-    from greenml.llm.remote.sdk import instrument
     from greenml.llm.remote.otel import GreenmlSpanProcessor
+    from greenml.llm.remote.sdk import instrument
     from greenml.llm.remote.workflow import Workflow, tool
 
 __all__ = ["GreenmlSpanProcessor", "LlmCall", "Workflow", "estimate", "instrument", "tool"]

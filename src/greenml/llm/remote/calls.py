@@ -70,11 +70,18 @@ def account(
         sensor: str | None = energy.method
     else:
         est = estimate(model, input_tokens, output_tokens)
-        kind, energy_j, unc_j, basis, sensor = "estimated", est.energy_j, est.uncertainty_j, est.basis, None
-    if energy is not None and energy.co2eq_g is not None:
-        co2, co2_unc = energy.co2eq_g, (
-            energy.co2eq_g * unc_j / energy_j if energy_j > 0 else 0.0
+        kind, energy_j, unc_j, basis, sensor = (
+            "estimated",
+            est.energy_j,
+            est.uncertainty_j,
+            est.basis,
+            None,
         )
+    co2: float | None
+    co2_unc: float | None
+    if energy is not None and energy.co2eq_g is not None:
+        co2 = energy.co2eq_g
+        co2_unc = co2 * unc_j / energy_j if energy_j > 0 else 0.0
         source = "the proxy's figure (its node's grid intensity)"
     else:
         co2, co2_unc, source = where.carbon_g(energy_j, unc_j)

@@ -90,18 +90,26 @@ class GreenmlSpanProcessor(SpanProcessor):
         trace_id = span.context.trace_id if span.context is not None else 0
         duration_s = ((span.end_time or 0) - (span.start_time or 0)) / 1e9
         if is_tool_span(attrs):
-            self._collector(trace_id).add_tool(str(attrs.get("gen_ai.tool.name") or span.name), duration_s)
+            self._collector(trace_id).add_tool(
+                str(attrs.get("gen_ai.tool.name") or span.name), duration_s
+            )
             return span
         found = span_call(attrs)
         if found is None:
             return span
         place = place_for(found.provider, region=self._region, country=self._country, ci=self._ci)
         call = account(
-            provider=found.provider, model=found.model, input_tokens=found.input_tokens,
-            output_tokens=found.output_tokens, tokens_source="gen_ai.usage span attributes",
-            energy=found.energy, place=place, started_s=(span.start_time or 0) / 1e9,
-            duration_s=duration_s, trace_id=f"{trace_id:032x}",
-        )  # fmt: skip
+            provider=found.provider,
+            model=found.model,
+            input_tokens=found.input_tokens,
+            output_tokens=found.output_tokens,
+            tokens_source="gen_ai.usage span attributes",
+            energy=found.energy,
+            place=place,
+            started_s=(span.start_time or 0) / 1e9,
+            duration_s=duration_s,
+            trace_id=f"{trace_id:032x}",
+        )
         self._collector(trace_id).add_call(call)
         if self._to_workflows:
             emit(call)
@@ -140,8 +148,16 @@ class GreenmlSpanProcessor(SpanProcessor):
 
 def _with_attributes(span: ReadableSpan, extra: dict[str, Any]) -> ReadableSpan:
     return ReadableSpan(
-        name=span.name, context=span.context, parent=span.parent, resource=span.resource,
-        attributes={**(span.attributes or {}), **extra}, events=span.events, links=span.links,
-        kind=span.kind, status=span.status, start_time=span.start_time, end_time=span.end_time,
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes={**(span.attributes or {}), **extra},
+        events=span.events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
         instrumentation_scope=span.instrumentation_scope,
-    )  # fmt: skip
+    )

@@ -17,8 +17,16 @@ from greenml.accounting.water import DEFAULT_WUE, PROVIDER_WUE, OffsiteWater, Wu
 J_PER_KWH = 3.6e6
 PUE_ASSUMED = 1.2  # matches the overhead in greenml.llm.remote.energy_model (IT = facility ÷ PUE)
 _DEFAULTS = {
-    "openai": ("US", "azure", "OpenAI publishes no serving region; assumed US grid, Azure fleet WUE"),
-    "anthropic": ("US", "aws", "Anthropic publishes no serving region; assumed US grid, AWS fleet WUE"),
+    "openai": (
+        "US",
+        "azure",
+        "OpenAI publishes no serving region; assumed US grid, Azure fleet WUE",
+    ),
+    "anthropic": (
+        "US",
+        "aws",
+        "Anthropic publishes no serving region; assumed US grid, AWS fleet WUE",
+    ),
 }
 
 
@@ -33,7 +41,9 @@ class Place:
     offsite: OffsiteWater | None
     note: str = ""
 
-    def carbon_g(self, energy_j: float, uncertainty_j: float) -> tuple[float | None, float | None, str]:
+    def carbon_g(
+        self, energy_j: float, uncertainty_j: float
+    ) -> tuple[float | None, float | None, str]:
         """CO2eq of a facility energy, its uncertainty (both in g) and the source."""
         if self.intensity_g_per_kwh is None:
             return None, None, self.intensity_source
@@ -71,7 +81,9 @@ def place_for(
 
     key = provider.strip().lower()
     default = _DEFAULTS.get(key)
-    water = wue_for(wue) if wue is not None else (PROVIDER_WUE[default[1]] if default else DEFAULT_WUE)
+    water = (
+        wue_for(wue) if wue is not None else (PROVIDER_WUE[default[1]] if default else DEFAULT_WUE)
+    )
     note = "" if (region or country or ci is not None) else (default[2] if default else "")
     if ci is not None:
         source = ConstantSource.user(ci)
@@ -86,7 +98,10 @@ def place_for(
         source = static.country_source(default[0])
         where = default[0]
     else:
-        reason = f"carbon unknown: the serving region of provider {provider!r} is not known; give region= or country="
+        reason = (
+            f"carbon unknown: the serving region of provider {provider!r} is not known; "
+            "give region= or country="
+        )
         return Place(None, reason, 0.0, water, None)
     g = source.intensity(0.0, 0.0)
     prov = g.provenance

@@ -66,7 +66,9 @@ def instrument(
         return client
     host = urlparse(str(getattr(client, "base_url", ""))).hostname or ""
     official = host == _HOSTS[sdk] or host.endswith("." + _HOSTS[sdk])
-    place = place_for(sdk if official else host or sdk, region=region, country=country, ci=ci, wue=wue)
+    place = place_for(
+        sdk if official else host or sdk, region=region, country=country, ci=ci, wue=wue
+    )
     for path in _RESOURCES[sdk]:
         resource: Any = client
         try:
@@ -84,11 +86,15 @@ def instrument(
     return client
 
 
-def _wrap(original: Callable[..., Any], sdk: str, place: Place, endpoint: str) -> Callable[..., Any]:
+def _wrap(
+    original: Callable[..., Any], sdk: str, place: Place, endpoint: str
+) -> Callable[..., Any]:
     """A ``create`` that observes what ``original`` returns (awaited first for async clients:
     the SDKs' async methods are not always coroutine functions to ``inspect``)."""
 
-    async def observed(pending: Awaitable[Any], kwargs: dict[str, Any], started: float, t0: float) -> Any:
+    async def observed(
+        pending: Awaitable[Any], kwargs: dict[str, Any], started: float, t0: float
+    ) -> Any:
         result = await pending
         _observe(result, sdk, place, endpoint, kwargs, started, t0)
         return result
@@ -106,7 +112,13 @@ def _wrap(original: Callable[..., Any], sdk: str, place: Place, endpoint: str) -
 
 
 def _observe(
-    result: Any, sdk: str, place: Place, endpoint: str, kwargs: dict[str, Any], started: float, t0: float
+    result: Any,
+    sdk: str,
+    place: Place,
+    endpoint: str,
+    kwargs: dict[str, Any],
+    started: float,
+    t0: float,
 ) -> None:
     try:
         model = str(kwargs.get("model") or "")
@@ -126,7 +138,9 @@ def _observe(
             model=str(getattr(result, "model", None) or model),
             input_tokens=tokens.input_tokens or 0,
             output_tokens=tokens.output_tokens or 0,
-            tokens_source="usage" if tokens.output_tokens is not None or endpoint == "embeddings" else "no usage in the response",
+            tokens_source="usage"
+            if tokens.output_tokens is not None or endpoint == "embeddings"
+            else "no usage in the response",
             energy=parse_energy(usage),
             place=place,
             started_s=started,
@@ -134,7 +148,9 @@ def _observe(
         )
         emit(call)
     except Exception as exc:  # the caller's program is sacred
-        _warn_once(f"{sdk}:{endpoint}", f"greenml could not account a {sdk} {endpoint} call: {exc!r}")
+        _warn_once(
+            f"{sdk}:{endpoint}", f"greenml could not account a {sdk} {endpoint} call: {exc!r}"
+        )
 
 
 def _is_stream(result: Any) -> bool:
@@ -147,9 +163,21 @@ def _finish(ctx: tuple[Any, ...], complete: bool) -> None:
         inputs, outputs, source = tally.result(_prompt_chars(kwargs) // 4)
         if not complete:
             source += "; the stream was not read to its end"
-        emit(account(provider=sdk, model=tally.model, input_tokens=inputs, output_tokens=outputs,
-                     tokens_source=source, energy=tally.energy, place=place, started_s=started,
-                     duration_s=time.perf_counter() - t0, stream=True), to)  # fmt: skip
+        emit(
+            account(
+                provider=sdk,
+                model=tally.model,
+                input_tokens=inputs,
+                output_tokens=outputs,
+                tokens_source=source,
+                energy=tally.energy,
+                place=place,
+                started_s=started,
+                duration_s=time.perf_counter() - t0,
+                stream=True,
+            ),
+            to,
+        )
     except Exception as exc:
         _warn_once(f"{sdk}:stream", f"greenml could not account a {sdk} stream: {exc!r}")
 

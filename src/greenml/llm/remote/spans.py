@@ -63,9 +63,13 @@ def span_call(attrs: Mapping[str, Any]) -> SpanCall | None:
     if model is None or (inputs is None and outputs is None) or is_tool_span(attrs):
         return None
     provider = _text(attrs, "gen_ai.provider.name", "gen_ai.system") or "unknown"
-    energy = parse_energy({"energy": {
-        "energy_j": attrs.get("greenml.proxy.energy_j"),
-        "uncertainty_j": attrs.get("greenml.proxy.uncertainty_j"),
-        "method": attrs.get("greenml.proxy.method"),
-    }})  # fmt: skip
+    energy = parse_energy(
+        {
+            "energy": {
+                "energy_j": attrs.get("greenml.proxy.energy_j"),
+                "uncertainty_j": attrs.get("greenml.proxy.uncertainty_j"),
+                "method": attrs.get("greenml.proxy.method"),
+            }
+        }
+    )
     return SpanCall(provider, model, inputs or 0, outputs or 0, energy)

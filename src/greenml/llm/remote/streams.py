@@ -13,7 +13,9 @@ from typing import Any
 
 from greenml.llm.remote.usage import ProxyEnergy, Tokens, as_mapping, parse_energy, parse_tokens
 
-COUNTED = "counted from stream chunks (the stream sent no usage: ask for stream_options.include_usage)"
+COUNTED = (
+    "counted from stream chunks (the stream sent no usage: ask for stream_options.include_usage)"
+)
 
 
 class OpenAITally:
@@ -35,7 +37,11 @@ class OpenAITally:
             self.energy = parse_energy(usage) or self.energy
         for choice in getattr(chunk, "choices", None) or ():
             delta = getattr(choice, "delta", None)
-            text = getattr(delta, "content", None) if delta is not None else getattr(choice, "text", None)
+            text = (
+                getattr(delta, "content", None)
+                if delta is not None
+                else getattr(choice, "text", None)
+            )
             if text:
                 self.content_chunks += 1
 
@@ -43,7 +49,11 @@ class OpenAITally:
         """Input and output tokens and where they come from."""
         if self.tokens is not None and self.tokens.output_tokens is not None:
             return self.tokens.input_tokens or 0, self.tokens.output_tokens, "usage"
-        return prompt_estimate, self.content_chunks, COUNTED + "; input tokens approximated (4 characters a token)"
+        return (
+            prompt_estimate,
+            self.content_chunks,
+            COUNTED + "; input tokens approximated (4 characters a token)",
+        )
 
 
 class AnthropicTally:
@@ -83,5 +93,9 @@ class AnthropicTally:
     def result(self, prompt_estimate: int) -> tuple[int, int, str]:
         if self.output_tokens is not None:
             source = "usage" if self.input_tokens is not None else "usage (input approximated)"
-            return self.input_tokens if self.input_tokens is not None else prompt_estimate, self.output_tokens, source
+            return (
+                self.input_tokens if self.input_tokens is not None else prompt_estimate,
+                self.output_tokens,
+                source,
+            )
         return prompt_estimate, self.text_deltas, COUNTED

@@ -69,7 +69,11 @@ class Total:
     def describe(self) -> str:
         """One line for people."""
         m, e = self.measured, self.estimated
-        local = "" if self.local_energy_j is None else f"; local compute {self.local_energy_j:.4g} J ({self.local_method})"
+        local = (
+            ""
+            if self.local_energy_j is None
+            else f"; local compute {self.local_energy_j:.4g} J ({self.local_method})"
+        )
         return (
             f"workflow {self.name or '(unnamed)'}: {m.calls + e.calls} model calls, "
             f"{self.tool_calls} tool calls — measured {m.energy_j:.4g} ± {m.uncertainty_j:.2g} J, "
@@ -127,8 +131,16 @@ class Collector:
             calls = list(self.calls)
         by_model: dict[str, dict[str, Any]] = {}
         for call in calls:
-            row = by_model.setdefault(call.model, {"calls": 0, "input_tokens": 0, "output_tokens": 0,
-                                                   "energy_j": 0.0, "measured_calls": 0})  # fmt: skip
+            row = by_model.setdefault(
+                call.model,
+                {
+                    "calls": 0,
+                    "input_tokens": 0,
+                    "output_tokens": 0,
+                    "energy_j": 0.0,
+                    "measured_calls": 0,
+                },
+            )
             row["calls"] += 1
             row["input_tokens"] += call.input_tokens
             row["output_tokens"] += call.output_tokens
