@@ -122,3 +122,21 @@ def test_workflow_without_a_run_prints_and_returns_the_total(
     assert total.estimated.uncertainty_j > 0 and total.measured.uncertainty_j > 0
     err = capsys.readouterr().err
     assert "workflow solo: 3 model calls, 1 tool calls — measured" in err
+
+
+def test_a_workflow_measures_local_compute_apart_from_the_calls(
+    standin: StandIn, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from greenml.measure.meter import Meter
+
+    sensor = FakeSensor([FakeDevice("gpu0", [(0, 100.0)])])
+    with Meter(sensors=[sensor]) as meter, Workflow("local", meter=meter) as wf:
+        agent(standin)
+        time.sleep(0.05)
+    total = wf.total()
+    assert total.local_energy_j is not None and total.local_energy_j > 100.0 * 0.04
+    assert total.local_method is not None
+    assert total.energy_j == pytest.approx(
+        total.measured.energy_j + total.estimated.energy_j + total.local_energy_j
+    )
+    assert "local compute" in capsys.readouterr().err

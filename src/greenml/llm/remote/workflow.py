@@ -19,9 +19,12 @@ import time
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from greenml.llm.remote.calls import LlmCall
+
+if TYPE_CHECKING:
+    from greenml.measure.meter import Meter
 
 MAX_CALLS_KEPT = 1000
 """Calls listed one by one in a record's ``workflow`` block; beyond, only the totals."""
@@ -60,6 +63,7 @@ class Total:
     tool_calls: int = 0
     tool_seconds: float = 0.0
     local_energy_j: float | None = None
+    local_uncertainty_j: float | None = None
     local_method: str | None = None
 
     @property
@@ -214,11 +218,24 @@ class Workflow:
     Args:
         name: The workflow's name.
         echo: Print the total on stderr when the block ends.
+        measure_local: Also measure this machine's compute while the block runs
+            (a :class:`~greenml.measure.meter.Meter` on its GPUs and CPU).
+        meter: Measure local compute with this Meter instead (left open).
     """
 
-    def __init__(self, name: str | None = None, *, echo: bool = True) -> None:
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        echo: bool = True,
+        measure_local: bool = False,
+        meter: Meter | None = None,
+    ) -> None:
         self.collector = Collector(name)
         self.echo = echo
+        self._meter, self._own_meter = meter, measure_local and meter is None
+        self._window = f"greenml-workflow-{id(self)}"
+        self._local: tuple[float, float, str] | None = None
         self._token: contextvars.Token[tuple[Collector, ...]] | None = None
 
     @property
@@ -226,14 +243,23 @@ class Workflow:
         return list(self.collector.calls)
 
     def total(self) -> Total:
-        """The roll-up so far."""
-        return self.collector.total()
+        """The roll-up so far (local compute once the block has ended)."""
+        total = self.collector.total()
+        if self._local is not None:
+            total.local_energy_j, total.local_uncertainty_j, total.local_method = self._local
+        return total
 
     def block(self) -> dict[str, Any]:
-        """The roll-up as a record block."""
+        """The model and tool calls as a ``workflow`` record block."""
         return self.collector.block()
 
     def __enter__(self) -> Workflow:
+        if self._own_meter:
+            from greenml.measure.meter import Meter
+
+            self._meter = Meter()
+        if self._meter is not None:
+            self._meter.begin_window(self._window)
         self._token = _open.set((*_open.get(), self.collector))
         return self
 
@@ -241,5 +267,22 @@ class Workflow:
         if self._token is not None:
             _open.reset(self._token)
             self._token = None
+        if self._meter is not None:
+            self._local = _local_part(self._meter, self._window)
+            if self._own_meter:
+                self._meter.close()
+                self._meter = None
         if self.echo:
             print(f"greenml: {self.total().describe()}", file=sys.stderr)
+
+
+def _local_part(meter: Meter, window: str) -> tuple[float, float, str] | None:
+    from greenml.measure.measurement import weakest_method
+
+    try:
+        m = meter.end_window(window)
+    except Exception as exc:  # a failing sensor never breaks the user's program
+        print(f"greenml: local compute not measured: {exc!r}", file=sys.stderr)
+        return None
+    methods = [c.method for c in m.components.values()]
+    return m.total_j, m.total_j * m.uncertainty_rel, weakest_method(methods) if methods else "none"
