@@ -94,6 +94,7 @@ def test_calls_in_a_run_are_stored_and_the_sci_is_per_workflow(
     text = capsys.readouterr().out
     assert "model calls, measured (4)" in text and "model calls, estimated (2)" in text
     assert "g per workflow" in text
+    assert "plus 6 model calls" in text  # E and O say what they include
 
 
 def test_per_workflow_without_workflow_blocks_is_one_clear_error(

@@ -169,9 +169,12 @@ def build(
     }
     if workflow is not None:
         data["workflow"] = {**workflow.to_dict(), "local_o_g": local_g}
+    terms_table = _terms_table(runs, r, o_g, m_g, life, life_source)
+    if workflow is not None and workflow.executions:
+        sci_workflow.amend_terms(terms_table, workflow, e_kwh)
     sections = [
         Section("Score", paragraphs=[_score_text(runs, r, sci, o_g, m_g, missing)]),
-        Section("Terms", tables=[_terms_table(runs, r, o_g, m_g, life, life_source)]),
+        Section("Terms", tables=[terms_table]),
         Section(
             "Embodied emissions (M)",
             paragraphs=_embodied_text(terms, missing),

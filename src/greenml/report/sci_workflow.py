@@ -126,6 +126,18 @@ def parts_table(wf: WorkflowSum, local_g: float | None, local_j: float, count: f
     )
 
 
+def amend_terms(table: Table, wf: WorkflowSum, e_kwh: float) -> None:
+    """E and O of the terms table with the workflows' model calls added (rows 0 and 2)."""
+    calls = wf.measured.calls + wf.estimated.calls
+    e_row, o_row = table.rows[0], table.rows[2]
+    e_row[1] = fmt.kwh(e_kwh * 3.6e6, 3)
+    e_row[2] += (
+        f"; plus {calls} model calls: {fmt.energy(wf.measured.energy_j)} measured by a "
+        f"greenml proxy, {fmt.energy(wf.estimated.energy_j)} estimated (see Workflow)"
+    )
+    o_row[2] += "; plus the model calls' CO2eq at their providers' grid (see Workflow)"
+
+
 def _num(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
