@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.llm_remote.conftest import require
 from tests.llm_remote.standin import StandIn
+
+require("openai")
 
 ROOT = Path(__file__).resolve().parents[2]
 

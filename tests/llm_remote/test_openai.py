@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from greenml.llm.remote import Workflow, instrument
+from tests.llm_remote.conftest import require
 from tests.llm_remote.standin import DECODE_J_PER_TOKEN, PREFILL_J_PER_TOKEN, StandIn
 
-openai = pytest.importorskip("openai")
+openai = require("openai")
 MESSAGES = [{"role": "user", "content": "one two three four five"}]  # 5 tokens
 
 

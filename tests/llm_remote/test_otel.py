@@ -5,15 +5,16 @@ from __future__ import annotations
 import pytest
 
 from greenml.llm.remote import Workflow
+from tests.llm_remote.conftest import require
 
-pytest.importorskip("opentelemetry.sdk")
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+require("opentelemetry.sdk")
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
     InMemorySpanExporter,
 )
 
-from greenml.llm.remote.otel import GreenmlSpanProcessor
+from greenml.llm.remote.otel import GreenmlSpanProcessor  # noqa: E402
 
 
 def setup() -> tuple[GreenmlSpanProcessor, InMemorySpanExporter, TracerProvider]:

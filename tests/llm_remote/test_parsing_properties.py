@@ -110,3 +110,29 @@ def test_span_attributes_read_as_a_call_or_nothing(attrs: dict[str, Any]) -> Non
     assert attrs.get("gen_ai.operation.name") != "execute_tool"
     if call.energy is not None:
         assert call.energy.energy_j == attrs["greenml.proxy.energy_j"]
+
+
+part_values = st.dictionaries(
+    st.sampled_from(["calls", "energy_j", "uncertainty_j", "co2eq_g", "water_ml", "x"]), json_values
+)
+
+
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["executions", "measured", "estimated", "tool_calls", "y"]),
+            st.one_of(json_values, part_values),
+        ),
+        max_size=4,
+    )
+)
+def test_records_workflow_blocks_sum_without_crashing(blocks: list[dict[str, Any]]) -> None:
+    from greenml.report.sci_workflow import workflow_sum
+
+    records = [{"id": f"r{i}", "workflow": b} for i, b in enumerate(blocks)]
+    total = workflow_sum([*records, {"id": "none"}, {"id": "bad", "workflow": [1]}])
+    assert total.executions >= 0 and len(total.runs) == len(blocks)
+    for part in (total.measured, total.estimated):
+        assert part.calls >= 0 and part.co2eq_unknown_calls >= 0
+        for value in (part.energy_j, part.uncertainty_j, part.co2eq_g, part.water_ml):
+            assert math.isfinite(value) and value >= 0

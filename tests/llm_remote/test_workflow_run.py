@@ -15,9 +15,10 @@ from greenml.measure.events import ENV_VAR
 from greenml.measure.sensors.fake import FakeDevice, FakeSensor
 from greenml.store import open_store
 from greenml.store.run_record import RunRecord
+from tests.llm_remote.conftest import require
 from tests.llm_remote.standin import StandIn
 
-openai = pytest.importorskip("openai")
+openai = require("openai")
 MESSAGES = [{"role": "user", "content": "plan the trip"}]
 
 

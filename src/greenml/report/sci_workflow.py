@@ -9,6 +9,7 @@ estimated from the model's size stay apart in every table.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,7 +85,7 @@ def workflow_sum(records: Sequence[dict[str, Any]]) -> WorkflowSum:
         block = record.get("workflow")
         if not isinstance(block, dict):
             continue
-        total.executions += max(0, _int(block.get("executions", 1)))
+        total.executions += _int(block.get("executions", 1))
         total.runs.append(str(record.get("id")))
         total.measured.add(block.get("measured"))
         total.estimated.add(block.get("estimated"))
@@ -139,8 +140,12 @@ def amend_terms(table: Table, wf: WorkflowSum, e_kwh: float) -> None:
 
 
 def _num(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    """A finite number ≥ 0 from a record, else 0 (records are read, not trusted)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    number = float(value)
+    return number if math.isfinite(number) and number >= 0 else 0.0
 
 
 def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
