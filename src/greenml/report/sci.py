@@ -10,7 +10,9 @@
 - M: embodied emissions, a time share (TiR of EL) and resource share (RR of
   ToR) of each device's total embodied emissions TE, from the cited table
   (:mod:`greenml.hardware.embodied`) or ``--embodied-kg``;
-- R: the functional unit the user chose (``--per``, ``--units``).
+- R: the functional unit the user chose (``--per``, ``--units``). ``--per workflow``
+  counts the runs' workflow executions and adds their model calls (measured and
+  estimated apart) to O (:mod:`greenml.report.sci_workflow`).
 
 Nothing unknown is filled in: without a cited TE, M is reported as unknown and
 the score as operational only; runs without carbon make O a lower bound.
@@ -106,7 +108,26 @@ def build(
         ConfigError: A bad functional unit, a negative ``embodied_kg``, or a
             lifetime outside (0, 30] years.
     """
-    r = functional_unit(per, units, len(runs.records))
+    from greenml.report import sci_workflow
+
+    workflow = (
+        sci_workflow.workflow_sum(runs.records) if sci_workflow.is_workflow_unit(per) else None
+    )
+    if workflow is not None and units is None:
+        if not workflow.executions:
+            raise ConfigError(
+                "--per workflow: no run here carries a workflow block (model calls made inside "
+                "a greenml.Run with an instrumented client); or give --units"
+            )
+        r = FunctionalUnit(
+            " ".join(per.split()),
+            "workflow execution",
+            1.0,
+            float(workflow.executions),
+            "workflow executions recorded in the runs",
+        )
+    else:
+        r = functional_unit(per, units, len(runs.records))
     if embodied_kg is not None and (not math.isfinite(embodied_kg) or embodied_kg < 0):
         raise ConfigError(f"--embodied-kg must be a number ≥ 0, got {embodied_kg}")
     life = DEFAULT_LIFETIME_YEARS if lifetime_years is None else lifetime_years
@@ -118,6 +139,10 @@ def build(
     terms, missing = embodied_terms(runs, embodied_kg, life)
     e_kwh = runs.facility_energy.value / J_PER_KWH
     o_g = runs.carbon.value * 1000 if runs.carbon.known else None
+    local_g = o_g
+    if workflow is not None and workflow.executions:
+        e_kwh += workflow.energy_j / J_PER_KWH
+        o_g = (o_g or 0.0) + workflow.co2eq_g
     m_g = sum(t.m_kg for t in terms) * 1000 if terms else None
     total_g = (o_g or 0.0) + (m_g or 0.0) if (o_g is not None or m_g is not None) else None
     sci = total_g / r.count if total_g is not None else None
@@ -142,9 +167,14 @@ def build(
         "tool": prose.tool(),
         "aggregate": runs.to_dict(),
     }
+    if workflow is not None:
+        data["workflow"] = {**workflow.to_dict(), "local_o_g": local_g}
+    terms_table = _terms_table(runs, r, o_g, m_g, life, life_source)
+    if workflow is not None and workflow.executions:
+        sci_workflow.amend_terms(terms_table, workflow, e_kwh)
     sections = [
         Section("Score", paragraphs=[_score_text(runs, r, sci, o_g, m_g, missing)]),
-        Section("Terms", tables=[_terms_table(runs, r, o_g, m_g, life, life_source)]),
+        Section("Terms", tables=[terms_table]),
         Section(
             "Embodied emissions (M)",
             paragraphs=_embodied_text(terms, missing),
@@ -152,6 +182,9 @@ def build(
         ),
         Section("Runs", tables=[prose.runs_table(runs)]),
     ]
+    if workflow is not None and workflow.executions:
+        parts = sci_workflow.parts_table(workflow, local_g, runs.facility_energy.value, r.count)
+        sections.insert(1, Section("Workflow", tables=[parts]))
     return Report(
         kind="sci",
         title=f"Software Carbon Intensity per {r.label}",

@@ -33,7 +33,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import ConfigError
@@ -137,6 +137,8 @@ class Run:
         self.record: RunRecord | None = None
         self.measurement: Measurement | None = None
         self.accounting_blocks: dict[str, Any] = {}
+        self.block_providers: dict[str, Callable[[], dict[str, Any]]] = {}
+        """Record blocks other parts add (``workflow``: greenml.llm.remote), made at the end."""
         self.notes: list[str] = []
         self.joined = False
         self.budget_verdict: Verdict | None = None
@@ -346,6 +348,11 @@ class Run:
             passed = {} if verdict is None else verdict.to_dict(time.time())
             extra["budget"] = {**self.budget.to_dict(), "passed": verdict is not None, **passed}
         self.accounting_blocks = blocks
+        for key, provide in list(self.block_providers.items()):
+            try:
+                extra[key] = provide()
+            except Exception as exc:
+                self._gap(key, f"the {key} block could not be made: {exc!r}")
         if self._recorder is not None:
             self.record = self._recorder.finish(
                 m, exit_code=exit_code, status=status, ended_at=ended_at, notes=notes,

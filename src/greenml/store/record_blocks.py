@@ -383,6 +383,38 @@ class FlopsBlock(Block):
     windows: dict[str, FlopsWindow] | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class WorkflowPart(Block):
+    """The measured or the estimated model calls of a workflow (``workflow.measured``)."""
+
+    calls: int = field(default=0, metadata=REQUIRED)
+    energy_j: float = field(default=0.0, metadata=REQUIRED)
+    uncertainty_j: float = field(default=0.0, metadata=meta(required=True, minimum=0))
+    co2eq_g: float = 0.0
+    co2eq_uncertainty_g: float = field(default=0.0, metadata=meta(minimum=0))
+    co2eq_unknown_calls: int = 0
+    water_ml: float = 0.0
+    water_unknown_calls: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkflowBlock(Block):
+    """An agent workflow's model and tool calls (greenml.llm.remote), measured apart from
+    estimated; ``call_list`` holds each call's figures and their sources."""
+
+    name: str | None = None
+    executions: int = field(default=1, metadata=meta(required=True, minimum=0))
+    calls: int = field(default=0, metadata=REQUIRED)
+    tool_calls: int | None = None
+    tool_seconds: float | None = None
+    measured: WorkflowPart = field(default_factory=WorkflowPart, metadata=REQUIRED)
+    estimated: WorkflowPart = field(default_factory=WorkflowPart, metadata=REQUIRED)
+    by_model: dict[str, Any] | None = None
+    call_list: list[dict[str, Any]] | None = None
+    calls_not_listed: int | None = None
+    uncertainty_note: str | None = None
+
+
 EXTRA_BLOCKS: dict[str, Any] = {
     "measured_devices": dict[str, DeviceProvenance],
     "carbon": CarbonBlock,
@@ -394,5 +426,6 @@ EXTRA_BLOCKS: dict[str, Any] = {
     "water": WaterBlock,
     "embodied": EmbodiedBlock,
     "flops": FlopsBlock,
+    "workflow": WorkflowBlock,
 }
 """The record keys outside the core that greenml itself writes, and their types."""

@@ -9,7 +9,9 @@ Versions (``schema_version``):
 1. records written before the version was kept (no ``schema_version`` key);
 2. the same blocks, with ``schema_version`` stored in the record;
 3. adds the optional ``carbon_market``, ``water``, ``embodied`` and ``flops`` blocks
-   (a version-2 record reads as before: absent blocks stay absent).
+   (a version-2 record reads as before: absent blocks stay absent);
+4. adds the optional ``workflow`` block (model and tool calls of an agent workflow,
+   :mod:`greenml.llm.remote`); older records read as before.
 
 A record reads back to exactly the dict it was stored as, so records ledgered
 by any version keep their hash. The JSON Schema of the record is generated
@@ -34,9 +36,10 @@ from greenml.store.record_blocks import (
     ProgressBlock,
     ScheduleBlock,
     WaterBlock,
+    WorkflowBlock,
 )
 
-RECORD_SCHEMA_VERSION = 3
+RECORD_SCHEMA_VERSION = 4
 """The version of the records this greenml writes."""
 
 RunStatus = Literal["running", "completed", "failed", "interrupted", "incomplete"]
@@ -190,6 +193,7 @@ class RunRecord(Block):
     water: WaterBlock | None = None
     embodied: EmbodiedBlock | None = None
     flops: FlopsBlock | None = None
+    workflow: WorkflowBlock | None = None
 
     def _repr_html_(self) -> str:
         """The key figures and the energy per device, for notebooks."""
