@@ -30,10 +30,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 INTENSITY_PROVIDERS = ("static", "electricitymaps", "watttime", "ukci")
 SAMPLE_HZ_RANGE = (0.001, 100.0)  # the runner's sampler and NVML go no faster than 100 Hz
 
+
+def _check_db(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """Refuse ``--db /dev/null`` (a folder, a device) before anything runs: one line, exit 2."""
+    if value:
+        from greenml.store.url import refuse_special_file, resolve_url, sqlite_path
+
+        path = sqlite_path(resolve_url(value))
+        if path is not None:
+            refuse_special_file(path)
+    return value
+
+
 db_option = click.option(
     "--db",
     "db_url",
     metavar="URL",
+    callback=_check_db,
     help="Run store: a path, sqlite:///… or postgresql://… "
     "(default: $GREENML_DB or the per-user SQLite file).",
 )

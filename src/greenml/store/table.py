@@ -14,6 +14,8 @@ import csv
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
+from greenml.store.csv_cells import csv_cell
+
 HEAD = ("id", "name", "tags", "status", "started_at", "duration_s")
 TAIL = ("energy_kwh", "co2_kg", "cost_usd", "methods", "uncertainty_rel",
         "co2_uncertainty_rel", "location", "pue")  # fmt: skip
@@ -66,4 +68,4 @@ def rows_to_csv(rows: Iterable[Mapping[str, Any]], file: TextIO) -> None:
     writer = csv.writer(file, lineterminator="\n")
     writer.writerow(names)
     for row in rows:
-        writer.writerow(["" if row.get(c) is None else row[c] for c in names])
+        writer.writerow([csv_cell(row.get(c)) for c in names])
