@@ -22,14 +22,18 @@ class ManualClock:
 
 
 def greenml_cli(
-    *args: str, stdin: str | None = None, timeout: float = 120, **env: str
+    *args: str,
+    stdin: str | None = None,
+    timeout: float = 120,
+    cwd: Path | None = None,
+    **env: str,
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed ``greenml`` entry point (this checkout's source first on the path)."""
     exe = Path(sys.executable).with_name("greenml")
     argv = [str(exe)] if exe.exists() else [sys.executable, "-m", "greenml"]
     environ = {**os.environ, "PYTHONPATH": str(SRC), **env}
     return subprocess.run([*argv, *args], capture_output=True, text=True, env=environ,
-                          input=stdin, timeout=timeout, check=False)  # fmt: skip
+                          input=stdin, timeout=timeout, check=False, cwd=cwd)  # fmt: skip
 
 
 SRC = Path(__file__).resolve().parents[1] / "src"

@@ -234,15 +234,29 @@ instance_option = click.option(
 )
 
 
+class TracePath(click.Path):
+    """An existing CSV file, or the name of a trace packaged with greenml (its samples)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import os
+
+        from greenml.accounting.traces import SAMPLES
+
+        if isinstance(value, str) and value in SAMPLES and not os.path.exists(value):
+            return value
+        return super().convert(value, param, ctx)
+
+
 def intensity_trace_option(*, required: bool = False) -> Callable[[F], F]:
     """``--intensity-trace CSV``: an hourly intensity file (parameter ``intensity_trace``)."""
     return click.option(
         "--intensity-trace",
         "intensity_trace",
         required=required,
-        type=click.Path(exists=True, dir_okay=False),
+        type=TracePath(exists=True, dir_okay=False),
         metavar="CSV",
-        help="Hourly carbon intensity: an Electricity Maps export or time,g/kWh rows.",
+        help="Hourly carbon intensity: an Electricity Maps export or time,g/kWh rows "
+        "(DE-LU_2023_sample.csv, GB_2023_sample.csv: six weeks shipped with greenml).",
     )
 
 
