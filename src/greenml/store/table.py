@@ -21,6 +21,15 @@ TAIL = ("energy_kwh", "co2_kg", "cost_usd", "methods", "uncertainty_rel",
         "co2_uncertainty_rel", "location", "pue")  # fmt: skip
 
 
+FLOATS = ("duration_s", "energy_kwh", "co2_kg", "cost_usd", "uncertainty_rel",
+          "co2_uncertainty_rel", "pue")  # fmt: skip
+
+
+def float_columns(names: Sequence[str]) -> list[str]:
+    """The columns holding numbers (an unknown one is NaN in a DataFrame, never ``None``)."""
+    return [n for n in names if n in FLOATS or (n.startswith("energy_") and n.endswith("_kwh"))]
+
+
 def run_row(record: Mapping[str, Any]) -> dict[str, Any]:
     """One run record as a flat row (see the module's columns)."""
     energy = record.get("energy") or {}
