@@ -113,3 +113,16 @@ def test_a_long_on_demand_job_fails_spot_with_the_discount_at_stake() -> None:
     assert item.usd == pytest.approx(10 * (1.861 - 0.7945))  # instance_prices.csv
     run["tags"] = {"spot": "true", "checkpoint": "s3://ckpt"}
     assert by_key(audit([run], lambda _id: []).items)["spot-checkpointing"].status == "passed"
+
+
+def test_audit_energy_at_stake_carries_its_uncertainty() -> None:
+    from greenml.advise.audit_report import _stake
+
+    run = record(3.6e6, rel=0.05, gpu_j=2.0e6, ci_g_per_kwh=400.0, usd_per_kwh=0.2)
+    run["environment"] = CLEAN_ENV
+    samples = [{"component": "gpu", "sm_activity": a} for a in (0.05, 0.9, 0.05, 0.9)]
+    found = audit([run], lambda _id: samples)
+    precision = by_key(found.items)["precision"]
+    assert precision.uncertainty_rel == pytest.approx(0.05)
+    assert precision.to_dict()["uncertainty_rel_at_stake"] == pytest.approx(0.05)
+    assert _stake(precision).startswith("0.28 kWh ±5 %")  # the report's table, 2 s.f.

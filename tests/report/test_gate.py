@@ -53,8 +53,8 @@ def test_pass_within_allowance() -> None:
 def test_increase_above_allowance_but_within_noise_passes() -> None:
     verdict = check(runs(100.0, rel=0.05), runs(108.0, rel=0.05), 0.05)
     # r = 8 %, u = 1.08 × √2 × 5 % = 7.6 %: r − u = 0.4 % is not above 5 %
-    assert verdict.outcome == "noise" and verdict.passed
-    assert verdict.line().endswith("above +5 % allowed only within its uncertainty")
+    assert verdict.outcome == "inconclusive" and not verdict.passed
+    assert "above +5 % allowed only within its uncertainty: about" in verdict.line()
 
 
 def test_decrease_passes() -> None:
@@ -65,7 +65,7 @@ def test_the_rule_is_increase_minus_uncertainty_above_threshold() -> None:
     base, cand = runs(100.0, rel=0.03), runs(120.0, rel=0.03)
     moved = check(base, cand, 0.0).change
     edge = moved.change_rel - moved.uncertainty_rel
-    assert check(base, cand, edge + 1e-9).outcome == "noise"
+    assert check(base, cand, edge + 1e-9).outcome == "inconclusive"
     assert check(base, cand, edge - 1e-9).outcome == "fail"
 
 
@@ -82,7 +82,7 @@ def test_several_runs_use_means_and_spread() -> None:
 def test_a_noisy_candidate_group_does_not_fail() -> None:
     verdict = check(runs(100.0, 100.0), runs(80.0, 160.0), 0.05)
     assert verdict.change.change_rel == pytest.approx(0.2)
-    assert verdict.outcome == "noise"
+    assert verdict.outcome == "inconclusive"
 
 
 def test_work_normalizes_runs_of_different_size() -> None:
@@ -140,14 +140,14 @@ def test_on_the_same_setup_the_model_error_cancels_with_two_runs_per_side() -> N
     assert verdict.change.uncertainty_rel < 0.02
     # one run a side: the run-to-run noise is unknown, the conservative rule stays
     single = check(runs(100.0, rel=0.5), runs(120.0, rel=0.5), 0.05)
-    assert single.outcome == "noise"
+    assert single.outcome == "inconclusive"
     # different setups (a GPU on one side): nothing cancels
     other = check(
         base,
         [record(j, rel=0.5, gpu_j=50.0, tags={"samples": "1000"}) for j in (120.0, 121.0)],
         0.05,
     )
-    assert other.outcome == "noise"
+    assert other.outcome == "inconclusive"
 
 
 # --------------------------------------------------- dynamic part on a shared machine

@@ -21,7 +21,7 @@ def check_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Register the command (the lead adds it to the registry) and keep the spool private."""
     monkeypatch.setitem(app.COMMANDS, "check", "greenml.cli.check:check")
     monkeypatch.setenv("GREENML_SPOOL_DIR", str(tmp_path / "spool"))
-    monkeypatch.delenv("GREENML_DB", raising=False)
+    monkeypatch.delenv("GREENML_DB", raising=False)  # and HOME is the test's (tests/conftest.py)
 
 
 @pytest.fixture
@@ -83,10 +83,11 @@ def test_pass_exit_zero(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert out.startswith("greenml check: PASS energy per 1000 samples +4.0 %")
 
 
-def test_within_noise_exit_zero(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_within_noise_exit_three(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = check(capsys, "--db", db, "-b", "b1b1", "-c", "c1c1", "--max-increase", "3%")
-    assert code == 0
-    assert out.endswith("above +3 % allowed only within its uncertainty")
+    assert code == 3
+    assert out.startswith("greenml check: INCONCLUSIVE ")
+    assert "above +3 % allowed only within its uncertainty: about" in out
 
 
 def test_exported_record_as_baseline(

@@ -30,16 +30,18 @@ def two_runs(store: Store) -> tuple[str, str]:
     return a, b
 
 
-def test_totals_add_uncertainties_linearly(store: Store) -> None:
+def test_totals_combine_uncertainties_by_source(store: Store) -> None:
     a, b = two_runs(store)
     runs = load_runs(store, [a, b])
     # run a: 2 GPUs × 0.9 kWh (±5 %, correlated: add) and a CPU 0.2 kWh (±30 %), in quadrature
     a_unc = math.hypot(2 * 0.9 * 0.05, 0.2 * 0.3)
     assert runs.it_energy.value == pytest.approx(3.0 * KWH)
-    assert runs.it_energy.uncertainty == pytest.approx((a_unc + 0.05) * KWH)
+    # runs a and b were measured by different devices: independent, in quadrature
+    # (greenml.measure.combine; runs of one setup add linearly, see tests/jobs)
+    assert runs.it_energy.uncertainty == pytest.approx(math.hypot(a_unc, 0.05) * KWH)
     # facility: run a at PUE 1.1; run b has no PUE (no carbon, no cost): counted at 1.0, said
     assert runs.facility_energy.value == pytest.approx((2.2 + 1.0) * KWH)
-    assert runs.facility_energy.uncertainty == pytest.approx((a_unc * 1.1 + 0.05) * KWH)
+    assert runs.facility_energy.uncertainty == pytest.approx(math.hypot(a_unc * 1.1, 0.05) * KWH)
     pues = {p["source"]: (p["pue"], p["runs"]) for p in runs.pues}
     assert pues["given by the user"] == (1.1, [a])
     assert pues[records.NO_PUE] == (1.0, [b])

@@ -121,6 +121,11 @@ FACTORS: tuple[Factor, ...] = (
 )
 
 
+MIN_SHOWN = 0.01
+"""An equivalence below a hundredth of its unit (``2.0e-08 passenger car-years``) says
+nothing a reader can picture: it is left out."""
+
+
 def equivalences(co2_g: float | None, energy_j: float | None = None) -> list[Equivalence]:
     """Everyday equivalences of an amount of CO2eq and of electricity.
 
@@ -129,12 +134,13 @@ def equivalences(co2_g: float | None, energy_j: float | None = None) -> list[Equ
         energy_j: Electricity in joules; ``None`` leaves out the energy-based ones.
 
     Returns:
-        One :class:`Equivalence` per factor that applies, in :data:`FACTORS` order.
+        One :class:`Equivalence` per factor that applies and comes to at least
+        :data:`MIN_SHOWN` of its unit, in :data:`FACTORS` order.
     """
     amounts: dict[Basis, float | None] = {"co2": co2_g, "energy": energy_j}
     out = []
     for factor in FACTORS:
         amount = amounts[factor.basis]
-        if amount is not None:
+        if amount is not None and abs(amount / factor.per_unit) >= MIN_SHOWN:
             out.append(Equivalence(factor, amount / factor.per_unit))
     return out

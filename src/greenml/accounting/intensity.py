@@ -93,3 +93,15 @@ class ConstantSource:
 
     def intensity(self, start_s: float, end_s: float) -> GridIntensity:
         return self._intensity
+
+
+def gap_note(estimated: int, hours: int) -> str:
+    """How many of a data set's hourly intensities its provider estimated, said as what it is.
+
+    About the grid data, not the run: the provider filled gaps in its source data
+    (``30 of 8760 hourly values in the provider's data were estimated to fill gaps``).
+    """
+    return (
+        f"{estimated} of {hours} hourly values in the provider's data were estimated "
+        "to fill gaps"
+    )

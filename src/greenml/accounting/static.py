@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import cast
 
-from greenml.accounting.intensity import ConstantSource, IntensityProvenance, Scope
+from greenml.accounting.intensity import ConstantSource, IntensityProvenance, Scope, gap_note
 from greenml.errors import ConfigError
 
 PROVIDERS = {"gcp": "gcp", "google": "gcp", "aws": "aws", "amazon": "aws", "azure": "azure"}
@@ -183,7 +183,7 @@ def zone_source(
         raise ConfigError(f"no {zone} figure for {chosen}; years available: {years}")
     r = match[0]
     value = float(r["lifecycle_g_per_kwh" if scope == "lifecycle" else "direct_g_per_kwh"])
-    source = f"{r['source']}, {r['estimated_hours']} of {r['hours']} hours estimated"
+    source = f"{r['source']}; {gap_note(int(r['estimated_hours']), int(r['hours']))}"
     return ConstantSource(
         value, IntensityProvenance(source, r["zone"], "yearly", "average", scope, chosen)
     )

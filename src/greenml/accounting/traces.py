@@ -106,6 +106,20 @@ class TraceSource:
         return None
 
 
+SAMPLES = ("DE-LU_2023_sample.csv", "GB_2023_sample.csv")
+"""Traces shipped with greenml (``greenml/data/traces``; see its SOURCES.md)."""
+
+
+def _packaged_sample(path: Path) -> tuple[Path, bool]:
+    """The packaged sample a missing file's name names, else the path as given."""
+    if path.exists() or path.name not in SAMPLES:
+        return path, False
+    from importlib import resources
+
+    found = resources.files("greenml") / "data" / "traces" / path.name
+    return Path(str(found)), True
+
+
 def load_trace(
     path: str | Path,
     column: Column = "lifecycle",
@@ -116,7 +130,8 @@ def load_trace(
     """Read an intensity trace (Electricity Maps export or ``time,g_per_kwh`` CSV).
 
     Args:
-        path: The CSV file.
+        path: The CSV file; the name of a packaged sample (:data:`SAMPLES`) when
+            no such file exists (its source then says so).
         column: ``lifecycle`` or ``direct``: the Electricity Maps column to
             read, or the scope of a plain file's values.
         location: The location the trace applies to; defaults to the
@@ -127,12 +142,14 @@ def load_trace(
         ConfigError: Unreadable file, malformed row (with file and line),
             times not increasing, or steps coarser than an hour.
     """
-    path = Path(path)
+    path, sample = _packaged_sample(Path(path))
     table = read_trace_csv(path, column)
     if table.export:
         source = f"Electricity Maps CSV export ({path.name})"
     else:
         source = f"trace file {path.name}"
+    if sample:
+        source += ", packaged sample: six weeks of 2023, data: Electricity Maps"
     step = _step(path, table.times_s)
     resolution: Resolution = "hourly" if step == 3600.0 else "sub-hourly"
     series = StepSeries(table.times_s, table.values, step, "g/kWh")

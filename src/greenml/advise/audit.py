@@ -40,6 +40,8 @@ class Item:
         usd: Cost at stake, if known.
         co2_g: CO2eq at stake, if known.
         fix: What to do.
+        uncertainty_rel: The relative uncertainty of the energy at stake (the GPU
+            energy's, combined by :mod:`greenml.measure.combine`); ``None`` when unknown.
     """
 
     group: str
@@ -51,6 +53,7 @@ class Item:
     usd: float | None = None
     co2_g: float | None = None
     fix: str = ""
+    uncertainty_rel: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +63,7 @@ class Item:
             "status": self.status,
             "evidence": self.evidence,
             "energy_kwh_at_stake": None if self.energy_j is None else self.energy_j / J_PER_KWH,
+            "uncertainty_rel_at_stake": self.uncertainty_rel,
             "usd_at_stake": self.usd,
             "co2_kg_at_stake": None if self.co2_g is None else self.co2_g / 1000,
             "fix": self.fix,
@@ -167,6 +171,24 @@ def _stake(pairs: list[tuple[dict[str, Any], float]]) -> Stake:
     return energy, usd, co2
 
 
+def _stake_rel(pairs: list[tuple[dict[str, Any], float]]) -> float | None:
+    """The energy at stake's relative uncertainty: each run's GPU energy error, by source."""
+    from greenml.measure.combine import combine, energy_source
+
+    total = sum(j * _pue_of(r) for r, j in pairs)
+    if total <= 0:
+        return None
+    parts = []
+    for record, joules in pairs:
+        gpu = ((record.get("energy") or {}).get("components") or {}).get("gpu") or {}
+        rel = gpu.get("uncertainty_rel")
+        if not isinstance(rel, (int, float)):
+            return None
+        source = energy_source((gpu.get("devices") or {}).values()) or record.get("id")
+        parts.append((source, joules * _pue_of(record) * float(rel)))
+    return combine(parts) / total
+
+
 def _ids(records: Sequence[dict[str, Any]], limit: int = 4) -> str:
     ids = [str(r["id"])[:8] for r in records]
     more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
@@ -202,6 +224,7 @@ def _precision(records: Sequence[dict[str, Any]]) -> Item:
         "about halves the compute-bound part)",
         energy, usd, co2,
         "try bf16/fp16 autocast (greenml optimize sweep) or greenml compress; tag the runs",
+        _stake_rel([(r, _gpu_j(r) * 0.5) for r in fp32_gpu]),
     )  # fmt: skip
 
 
@@ -250,7 +273,8 @@ def _gpu_use(records: Sequence[dict[str, Any]], samples: Samples) -> list[Item]:
         Item("machine", "idle-gpus", idle_title, "failed",
              f"{len(idle_pairs)} of {measured} GPU run(s) idle more than 10 % of their samples: "
              f"{_ids([r for r, _ in idle_pairs])}; at stake: their GPU energy in idle samples",
-             energy, usd, co2, "greenml diagnose RUN_ID: find the input-bound or waiting phases")
+             energy, usd, co2, "greenml diagnose RUN_ID: find the input-bound or waiting phases",
+             _stake_rel(idle_pairs))
         if idle_pairs
         else Item("machine", "idle-gpus", idle_title, "passed",
                   f"{measured} GPU run(s) sampled, none idle more than 10 % of the time")

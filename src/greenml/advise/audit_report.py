@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from greenml.advise.audit import GROUPS, Audit, audit
 from greenml.report.model import Report, Section, Table
+from greenml.report.sigfig import digits_for, round_to, sig
 
 if TYPE_CHECKING:
     from greenml.report.runset import RunSet
@@ -76,7 +77,12 @@ def audit_document(result: Audit) -> Report:
 def _stake(item: Any) -> str:
     parts = []
     if item.energy_j is not None:
-        parts.append(f"{item.energy_j / 3.6e6:.3g} kWh")
+        rel = getattr(item, "uncertainty_rel", None)
+        kwh = item.energy_j / 3.6e6
+        if rel is None:
+            parts.append(f"{kwh:.3g} kWh")
+        else:
+            parts.append(f"{sig(round_to(kwh, rel), digits_for(rel))} kWh ±{rel * 100:.0f} %")
     if item.usd is not None:
         parts.append(f"${item.usd:,.2f}")
     if item.co2_g is not None:

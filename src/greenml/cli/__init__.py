@@ -1,10 +1,15 @@
 """The ``greenml`` command: thin commands that parse, call the API and render.
 
 Every user error ends as one line on stderr and exit code 2, no traceback.
+Output to a closed pipe (``greenml runs list | head -0``) ends quietly with the
+status a command killed by SIGPIPE has (141), as coreutils do; output to a full
+disk (``> /dev/full``) ends with one line and exit 1.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 
 __all__ = ["main"]
@@ -22,6 +27,24 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         result = cli.main(args=argv, prog_name="greenml", standalone_mode=False)
+        sys.stdout.flush()  # buffered output fails here, not in the interpreter's exit
+    except SystemExit as exc:
+        # click and rich meet EPIPE, quiet stdout and exit 1; coreutils' status is 141
+        cause = exc.__context__
+        pacified = type(sys.stdout).__name__.endswith("PacifyFlushWrapper")
+        if pacified or (isinstance(cause, OSError) and cause.errno == errno.EPIPE):
+            _silence_stdout()
+            return 141
+        raise
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            _silence_stdout()
+            return 141
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF):
+            _silence_stdout()
+            _fail(f"cannot write: {exc.strerror or exc}")
+            return 1
+        raise
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         return 2
@@ -39,6 +62,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return result if isinstance(result, int) else 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: what is still buffered for it is dropped, not re-raised."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
 
 
 def _fail(message: str) -> None:

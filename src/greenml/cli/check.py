@@ -1,8 +1,9 @@
 """``greenml check``: the CI energy gate — exit 1 when energy per unit of work rose too much.
 
-Exit codes: 0 pass (also when an increase above the allowance is within the
-measurement noise), 1 fail, 2 bad input (unknown run, unreadable JSON, units of
-work that differ). The rule is in :mod:`greenml.report.gate`, and so is which
+Exit codes: 0 pass, 1 fail, 2 bad input (unknown run, unreadable JSON, units of
+work that differ), 3 inconclusive (an increase above the allowance that is within
+its uncertainty: the line says how many runs a side would decide it). The rule
+is in :mod:`greenml.report.gate`, and so is which
 energy is compared (``--compare``): by default the dynamic part when every run
 records it, so that busy neighbours on a shared machine do not move the verdict.
 """
@@ -26,6 +27,10 @@ Repeat them to compare means over several runs.
 Examples:
   greenml check --baseline 5b1463e4 --candidate run.json --max-increase 5%
   greenml check -b main-1.json -b main-2.json -c pr-1.json -c pr-2.json
+\b
+Exit status: 0 pass, 1 fail, 2 bad input, 3 inconclusive (the increase is
+above the allowance only within its uncertainty; the line says how many runs
+a side would decide it).
 """
 
 
@@ -67,7 +72,10 @@ def check(
     as_json: bool,
     db_url: str | None,
 ) -> None:
-    """Fail (exit 1) when energy per unit of work rose by more than allowed, beyond noise."""
+    """Fail (exit 1) when energy per unit of work rose by more than allowed, beyond noise.
+
+    Exit 0 pass, 1 fail, 3 inconclusive (within the noise: more runs a side needed).
+    """
     from greenml.report.gate import check as run_check
     from greenml.report.gate import parse_threshold
 
@@ -79,8 +87,11 @@ def check(
     else:
         click.echo(verdict.line())
     _remember(verdict.to_dict(), db_url)
-    if not verdict.passed:
-        ctx.exit(1)
+    if verdict.outcome != "pass":
+        ctx.exit(EXIT_CODES[verdict.outcome])
+
+
+EXIT_CODES = {"pass": 0, "fail": 1, "inconclusive": 3}
 
 
 VERDICTS_KEPT = 500

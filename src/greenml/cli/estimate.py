@@ -14,6 +14,7 @@ from greenml.cli.options import (
     price_option,
     pue_option,
 )
+from greenml.report.sigfig import round_to
 from greenml.store.export import json_text
 
 if TYPE_CHECKING:
@@ -152,14 +153,18 @@ def summary_table(e: Estimate) -> Any:
     per_device = f"{num(e.power_w)} W per device"
     table.add_row("energy (IT)", render.energy(e.it_energy_j) + pm, per_device)
     table.add_row("energy (facility)", render.energy(e.energy_j) + pm, f"PUE {e.pue.value:g}")
-    co2 = "unknown" if e.co2_g is None else mass_text(e.co2_g)
+    co2_rel = s.co2_rel if s is not None and not s.lower_bound else None
+    co2 = "unknown" if e.co2_g is None else mass_text(round_to(e.co2_g, co2_rel))
     if e.co2_g is not None and s is not None and s.co2_rel is not None:
         co2 += " (lower bound)" if s.lower_bound else f" {render.percent(s.co2_rel)}"
     ci = "" if e.intensity_g_per_kwh is None else f"{num(e.intensity_g_per_kwh)} g/kWh, "
     table.add_row("CO2eq (location-based)", co2, f"{ci}{e.intensity_source}")
     for row in footprint_rows(e.footprint or {}):
         table.add_row(*row)
-    cost = "-" if e.cost_usd is None else f"${num(e.cost_usd)}"
+    cost_rel = s.energy_rel if s is not None and not s.lower_bound else None
+    cost = "-" if e.cost_usd is None else f"${num(round_to(e.cost_usd, cost_rel))}"
+    if e.cost_usd is not None and s is not None:  # energy × an exact price: the energy's ±
+        cost += " (lower bound)" if s.lower_bound else f" {render.percent(s.energy_rel)}"
     table.add_row("cost", cost, "" if e.cost_usd is not None else "no --price given")
     table.add_row("device-hours", num(e.device_hours), f"wall-clock {num(e.wall_hours)} h")
     if s is not None:
@@ -218,7 +223,8 @@ def _market_row(market: dict[str, Any]) -> tuple[str, str]:
     from greenml.estimation.inputs import mass_text
 
     kg = market.get("kg")
-    value = "unknown" if kg is None else _with_spread(mass_text(kg * 1000), market)
+    rel = market.get("uncertainty_rel")
+    value = "unknown" if kg is None else _with_spread(mass_text(round_to(kg * 1000, rel)), market)
     parts = market.get("parts") or []
     energy = sum(p["kwh"] for p in parts) or 1.0
     basis = "; ".join(f"{p['kwh'] / energy:.0%} {p['basis']}: {p['source']}" for p in parts)
@@ -236,14 +242,16 @@ def _embodied_row(embodied: dict[str, Any]) -> tuple[str, str]:
     if kg is None:
         return "unknown", "; ".join(embodied.get("missing") or [])
     terms = "; ".join(f"{t['item']} ({t['basis']})" for t in embodied.get("terms") or [])
-    return _with_spread(mass_text(kg * 1000), embodied), terms
+    grams = round_to(kg * 1000, embodied.get("uncertainty_rel"))
+    return _with_spread(mass_text(grams), embodied), terms
 
 
 def _water_row(water: dict[str, Any]) -> tuple[str, str]:
     from greenml.estimation.inputs import num
 
     litres = water.get("litres")
-    value = "unknown" if litres is None else _with_spread(f"{num(litres)} L", water)
+    rel = water.get("uncertainty_rel")
+    value = "unknown" if litres is None else _with_spread(f"{num(round_to(litres, rel))} L", water)
     onsite = num(water.get("onsite_l") or 0.0)
     basis = f"on-site {onsite} L (WUE {water.get('wue_l_per_kwh')} L/kWh)"
     offsite = water.get("offsite_l")

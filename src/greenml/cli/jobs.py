@@ -169,6 +169,8 @@ def _print_job(data: dict[str, Any]) -> None:
         value = block[unit]
         shown = "unknown" if value is None else (render.co2(value) if unit == "kg"
                                                  else render.usd(value))  # fmt: skip
+        if value is not None and block.get("uncertainty_rel") is not None:
+            shown += f" {render.percent(block['uncertainty_rel'])}"
         status = "" if block["status"] == "ok" else f" ({block['status']}: no figure for " \
             f"{', '.join(block['nodes_without'])})"  # fmt: skip
         console.print(f"{key}: {shown}{status}", highlight=False, markup=False)

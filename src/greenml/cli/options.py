@@ -30,10 +30,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 INTENSITY_PROVIDERS = ("static", "electricitymaps", "watttime", "ukci")
 SAMPLE_HZ_RANGE = (0.001, 100.0)  # the runner's sampler and NVML go no faster than 100 Hz
 
+
+def _check_db(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """Refuse ``--db /dev/null`` (a folder, a device) before anything runs: one line, exit 2."""
+    if value:
+        from greenml.store.url import refuse_special_file, resolve_url, sqlite_path
+
+        path = sqlite_path(resolve_url(value))
+        if path is not None:
+            refuse_special_file(path)
+    return value
+
+
 db_option = click.option(
     "--db",
     "db_url",
     metavar="URL",
+    callback=_check_db,
     help="Run store: a path, sqlite:///… or postgresql://… "
     "(default: $GREENML_DB or the per-user SQLite file).",
 )
@@ -221,15 +234,29 @@ instance_option = click.option(
 )
 
 
+class TracePath(click.Path):
+    """An existing CSV file, or the name of a trace packaged with greenml (its samples)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import os
+
+        from greenml.accounting.traces import SAMPLES
+
+        if isinstance(value, str) and value in SAMPLES and not os.path.exists(value):
+            return value
+        return super().convert(value, param, ctx)
+
+
 def intensity_trace_option(*, required: bool = False) -> Callable[[F], F]:
     """``--intensity-trace CSV``: an hourly intensity file (parameter ``intensity_trace``)."""
     return click.option(
         "--intensity-trace",
         "intensity_trace",
         required=required,
-        type=click.Path(exists=True, dir_okay=False),
+        type=TracePath(exists=True, dir_okay=False),
         metavar="CSV",
-        help="Hourly carbon intensity: an Electricity Maps export or time,g/kWh rows.",
+        help="Hourly carbon intensity: an Electricity Maps export or time,g/kWh rows "
+        "(DE-LU_2023_sample.csv, GB_2023_sample.csv: six weeks shipped with greenml).",
     )
 
 

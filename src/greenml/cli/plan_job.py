@@ -72,13 +72,14 @@ def job(**opts: Any) -> None:
     an --intensity-trace is forecast from the trace's history before --now
     (seasonal forecaster), or, with --trace-as-forecast, the trace's values
     are taken as known; others use a live provider's forecast (--intensity-provider)
-    or a yearly mean (only where, not when). Example, replaying 2023 data:
+    or a yearly mean (only where, not when). Example, replaying early 2023 with the
+    sample traces shipped with greenml (full years: Electricity Maps data portal):
 
     \b
-      greenml plan job --duration 4h --now 2023-06-01T00:00Z \\
-        --deadline 2023-06-02T00:00Z --zone DE-LU --zone GB \\
-        --intensity-trace DE-LU=DE-LU_2023_hourly.csv \\
-        --intensity-trace GB=GB_2023_hourly.csv --power-w 300
+      greenml plan job --duration 4h --now 2023-02-10T00:00Z \\
+        --deadline 2023-02-11T00:00Z --zone DE-LU --zone GB \\
+        --intensity-trace DE-LU=DE-LU_2023_sample.csv \\
+        --intensity-trace GB=GB_2023_sample.csv --power-w 300
     """
     from greenml.schedule.objective import Objective
     from greenml.schedule.planner import plan_job

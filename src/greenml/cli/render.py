@@ -28,9 +28,7 @@ def safe(text: object) -> str:
     from rich.markup import escape
 
     shown = _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
-    shown = "".join(
-        f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cf" else c for c in shown
-    )
+    shown = "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cf" else c for c in shown)
     return escape(shown)
 
 
@@ -293,3 +291,10 @@ def write_output(text: str, output: Path | None) -> None:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
+    said_written(output)
+
+
+def said_written(output: Path) -> None:
+    """One line on stderr naming what a command wrote (``-o``): it does not finish silently."""
+    size = output.stat().st_size if output.is_file() else 0
+    print(f"greenml: wrote {output} ({size:,} bytes)", file=sys.stderr)

@@ -307,9 +307,7 @@ def run(
     exit_like(result.exit_code)
 
 
-def _push(
-    options: RunOptions, result: RunResult, gateway: str | None, otlp: str | None
-) -> None:
+def _push(options: RunOptions, result: RunResult, gateway: str | None, otlp: str | None) -> None:
     """The opt-in push sinks; a failure is a warning: the command's exit code stands."""
     if result.run_id == "-":
         return  # not measured: nothing to push (already said)
@@ -391,8 +389,19 @@ def _summarize(result: RunResult) -> None:
     lines = render.carbon_lines(blocks.get("carbon")) + render.cost_lines(blocks.get("cost"))
     for line in lines + render.footprint_lines(blocks):
         print(f"  {line}", file=sys.stderr)
-    for note in result.notes:
-        print(f"  note: {note}", file=sys.stderr)
+    if verbose():
+        for note in result.notes:
+            print(f"  note: {note}", file=sys.stderr)
+    elif result.notes:
+        count = len(result.notes)
+        print(f"  {count} note{'s' if count > 1 else ''} on how the figures were obtained: "
+              "greenml -v run … shows them", file=sys.stderr)  # fmt: skip
+
+
+def verbose() -> bool:
+    """Whether ``greenml -v`` was given (the run's notes then follow its summary)."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.find_root().params.get("verbose"))
 
 
 def _unsaved_record(options: RunOptions, result: RunResult) -> dict[str, Any]:

@@ -171,7 +171,10 @@ def _outliers(
                     "text": f"node {node.node}: mean {label} {value:.3g} vs {mid:.3g} "
                             f"on its peers ({(value - mid) / mid:+.0%})",
                 })  # fmt: skip
-    if len(per_node) < 3:
+    has_gpu = any(d["component"] == "gpu" for n in nodes for d in n.devices.values())
+    if not has_gpu:
+        notes.append("no outlying-node check: a CPU-only job (the check compares GPUs)")
+    elif len(per_node) < 3:
         notes.append("no outlying-node check: fewer than 3 nodes with GPU samples")
     return out
 

@@ -20,20 +20,21 @@
 - a job none of whose runs is counted has no energy figure (``energy.status``),
   never a total of 0 J.
 
-Energy: the sum over counted nodes; its uncertainty combines each node's in
-quadrature (nodes measured independently). Carbon: each node's own figure, at
-its own location and intensity source; a node without one makes the total
-partial (said, not guessed). Cost likewise.
+Energy: the sum over counted nodes; its uncertainty follows
+:mod:`greenml.measure.combine`: nodes measured by the same methods and device
+models share their error (added linearly), others are independent (quadrature).
+Carbon: each node's own figure, at its own location and intensity source; a
+node without one makes the total partial (said, not guessed). Cost likewise.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from greenml.measure.combine import combine, energy_source
 from greenml.store.run_record import RunRecord
 
 UNFINISHED = ("running", "incomplete")
@@ -65,6 +66,8 @@ class NodeRun:
     array_task_id: str | None = None
     scope: str | None = None
     not_counted_why: str | None = None
+    carbon_uncertainty_rel: float | None = None
+    cost_uncertainty_rel: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -166,6 +169,8 @@ def node_run(record: RunRecord) -> NodeRun:
         pod=job.pod if job else None, namespace=job.namespace if job else None,
         job_id=job.job_id if job else None, array_task_id=job.array_task_id if job else None,
         scope=job.scope if job else None,
+        carbon_uncertainty_rel=carbon.uncertainty_rel if carbon is not None else None,
+        cost_uncertainty_rel=cost.uncertainty_rel if cost is not None else None,
     )  # fmt: skip
 
 
@@ -329,14 +334,18 @@ def _missing(nodes: Sequence[NodeRun], expected: int | None) -> tuple[list[int] 
 
 def _energy(counted: Sequence[NodeRun]) -> dict[str, Any]:
     total = sum(n.energy_j for n in counted)
-    spread = math.sqrt(sum((n.energy_j * n.uncertainty_rel) ** 2 for n in counted))
+    spread = combine(
+        (energy_source(n.devices.values()) or n.run_id, n.energy_j * n.uncertainty_rel)
+        for n in counted
+    )
     return {
         "status": "ok" if counted else "none counted",
         "total_j": total, "total_kwh": total / 3.6e6,
         "uncertainty_rel": spread / total if total > 0 else 0.0, "uncertainty_j": spread,
         "nodes_counted": len(counted),
         "method": "sum of the nodes' measured energy",
-        "combined": "node uncertainties in quadrature (nodes measured independently)",
+        "combined": "nodes measured by the same methods and models add linearly (a shared "
+        "error), others in quadrature (greenml.measure.combine)",
     }  # fmt: skip
 
 
@@ -349,14 +358,28 @@ def _summed(counted: Sequence[NodeRun], attr: str, unit: str) -> dict[str, Any]:
         status = "partial"
     else:
         status = "ok"
+    total = sum(getattr(n, attr) for n in known) if known else None
+    rel_attr = "carbon_uncertainty_rel" if attr == "carbon_kg" else "cost_uncertainty_rel"
+    spread = combine(
+        (_source(n, attr), getattr(n, attr) * (getattr(n, rel_attr) or 0.0)) for n in known
+    )
     out: dict[str, Any] = {
-        "status": status, unit: sum(getattr(n, attr) for n in known) if known else None,
+        "status": status, unit: total,
+        "uncertainty_rel": spread / total if total else None,
         "nodes_without": without,
         "method": "sum of each node's own figure (its location, intensity source and price)",
     }  # fmt: skip
     if attr == "carbon_kg":
         out["locations"] = sorted({n.carbon_location for n in known if n.carbon_location})
     return out
+
+
+def _source(node: NodeRun, attr: str) -> Any:
+    """A node's carbon shares its intensity's error with nodes of the same source and place;
+    its cost, the energy's (the price is taken as exact)."""
+    if attr == "carbon_kg":
+        return ("intensity", node.carbon_source, node.carbon_location)
+    return energy_source(node.devices.values()) or node.run_id
 
 
 def _span(nodes: Sequence[NodeRun]) -> dict[str, Any]:

@@ -8,9 +8,13 @@ between runs (:mod:`greenml.report.compare`). With ``ratio = C / B``:
 
 - the increase is ``r = ratio − 1``;
 - its uncertainty is ``u_r = ratio × √(u_B² + u_C²)``;
-- the gate **fails** when ``r − u_r > max_increase_rel``: the increase exceeds
-  the allowance even at the low end of its uncertainty. An increase above the
-  allowance that its uncertainty could explain passes, and says so.
+- the gate **passes** when ``r ≤ max_increase_rel``;
+- it **fails** when ``r − u_r > max_increase_rel``: the increase exceeds the
+  allowance even at the low end of its uncertainty;
+- otherwise it is **inconclusive**: above the allowance, but only within its
+  uncertainty. The verdict then says how many runs a side would decide it
+  (:func:`runs_to_decide`): a CI gate that says PASS for +127 % ± 159 % from
+  one run a side has measured nothing.
 
 Same setup. When every run on both sides was measured by the same devices
 with the same methods (one CI runner type, the same CPU model), the model's
@@ -57,10 +61,11 @@ from greenml.report.compare import (
 from greenml.report.quantities import energy
 from greenml.report.work import common_unit, display_per, per_label
 
-Outcome = Literal["pass", "noise", "fail"]
+Outcome = Literal["pass", "inconclusive", "fail"]
 Compared = Literal["total", "dynamic"]
 COMPARE_CHOICES = ("auto", "total", "dynamic")
 _DYNAMIC_LABEL = "dynamic part: the total less the CPU's static idle-floor share"
+_POWER_Z = 1.0 + 0.84  # the gate's one-sigma rule, at 80 % power
 _THRESHOLD = re.compile(r"^\+?\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)$")
 
 
@@ -69,8 +74,8 @@ class Verdict:
     """The gate's answer and the figures behind it.
 
     Attributes:
-        outcome: ``pass`` (within the allowance), ``noise`` (above it only within
-            the uncertainty: passes) or ``fail``.
+        outcome: ``pass`` (within the allowance), ``inconclusive`` (above it
+            only within the uncertainty) or ``fail``.
         max_increase_rel: The allowance (0.05 = +5 %).
         unit: The unit of work, ``None`` when compared per run.
         baseline: The baseline's mean energy (J per unit of work, or per run).
@@ -80,6 +85,9 @@ class Verdict:
         candidate_runs: Ids of the candidate runs.
         compared: ``total`` energy, or its ``dynamic`` part (the total less the
             static idle-floor share, which grows with busy neighbours).
+        runs_needed: For an inconclusive verdict, the runs a side that would
+            decide it (:func:`runs_to_decide`); ``None`` otherwise, or when more
+            runs cannot (the measurement's systematic error is larger than the margin).
     """
 
     outcome: Outcome
@@ -91,10 +99,12 @@ class Verdict:
     baseline_runs: tuple[str, ...]
     candidate_runs: tuple[str, ...]
     compared: Compared = "total"
+    runs_needed: int | None = None
 
     @property
     def passed(self) -> bool:
-        return self.outcome != "fail"
+        """Only a clear pass: an inconclusive verdict has not shown the energy is fine."""
+        return self.outcome == "pass"
 
     def line(self) -> str:
         """The one-line verdict, e.g. ``greenml check: FAIL energy per 1000 samples +12 % …``."""
@@ -108,12 +118,21 @@ class Verdict:
         allowed = f"+{self.max_increase_rel * 100:g} % allowed"
         tail = {
             "pass": f"within {allowed}",
-            "noise": f"above {allowed} only within its uncertainty",
+            "inconclusive": f"above {allowed} only within its uncertainty: {self.decide()}",
             "fail": f"> {allowed} beyond its uncertainty",
         }[self.outcome]
-        word = "FAIL" if self.outcome == "fail" else "PASS"
+        word = self.outcome.upper()
         what = f"energy ({_DYNAMIC_LABEL})" if self.compared == "dynamic" else "energy"
         return f"greenml check: {word} {what} {per_label(self.unit)} {increase} ({sides}) {tail}"
+
+    def decide(self) -> str:
+        """What would decide an inconclusive verdict, in words."""
+        if self.runs_needed is not None:
+            return f"about {self.runs_needed} runs a side would decide it"
+        return (
+            "more runs cannot decide it (the measurements' stated uncertainty is larger "
+            "than the margin): measure both sides on the same machine and methods"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as JSON-ready figures (energy in J per unit of work, or per run)."""
@@ -131,6 +150,7 @@ class Verdict:
             "candidate_uncertainty_rel": self.candidate.uncertainty_rel,
             "baseline_runs": list(self.baseline_runs),
             "candidate_runs": list(self.candidate_runs),
+            "runs_needed_per_side": self.runs_needed,
         }
 
 
@@ -268,9 +288,43 @@ def check(
     elif moved.change_rel - moved.uncertainty_rel > max_increase_rel:
         outcome = "fail"
     else:
-        outcome = "noise"
+        outcome = "inconclusive"
+    needed = None
+    if outcome == "inconclusive":
+        needed = runs_to_decide(base, cand, moved, max_increase_rel,
+                                same_setup([*baseline, *candidate]))  # fmt: skip
     return Verdict(
         outcome, max_increase_rel, common, base, cand, moved,
         tuple(str(r.get("id")) for r in baseline), tuple(str(r.get("id")) for r in candidate),
-        compared,
+        compared, needed,
     )  # fmt: skip
+
+
+def _per_run_spread(side: Estimate) -> float:
+    """One run's relative spread: the observed one (SEM × √n), else the stated uncertainty."""
+    if side.n >= 2 and side.spread_rel > 0:
+        return side.spread_rel * math.sqrt(side.n)
+    return side.measurement_rel
+
+
+def runs_to_decide(
+    base: Estimate, cand: Estimate, moved: Change, max_increase_rel: float, same: bool
+) -> int | None:
+    """Runs a side that would decide an increase this far above the allowance.
+
+    Power calculation from the observed spread: with ``n`` runs a side the
+    increase's uncertainty is ``ratio × √2 × σ / √n`` (σ: one run's relative
+    spread, the larger side's; the stated uncertainty where one run gives no
+    spread). The gate decides when the margin ``r − allowance`` exceeds it, with
+    80 % power: ``n = ⌈2 × ((1 + 0.84) × ratio × σ / margin)²⌉``, at least 2.
+    Without the same setup the measurements' systematic error does not shrink
+    with more runs: ``None`` when it alone is larger than the margin.
+    """
+    margin = moved.change_rel - max_increase_rel
+    if margin <= 0:
+        return None
+    ratio = abs(moved.ratio)
+    if not same and ratio * math.hypot(base.measurement_rel, cand.measurement_rel) >= margin:
+        return None
+    sigma = max(_per_run_spread(base), _per_run_spread(cand))
+    return max(2, math.ceil(2.0 * (_POWER_Z * ratio * sigma / margin) ** 2))

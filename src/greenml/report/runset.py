@@ -2,13 +2,12 @@
 
 Uncertainty of totals
 ---------------------
-Runs of one report are measured by the same sensors and methods (the same NVML
-counter, the same CPU model), so their errors are taken as fully correlated:
-absolute uncertainties **add linearly** across runs, as devices of one
-component do inside a run (:mod:`greenml.measure.measurement`). This is the
-conservative choice: for independent errors the true spread would be smaller
-(quadrature). Carbon uncertainties add the same way: runs in one place share
-the intensity's error. The PUE is taken as exact.
+One rule, :mod:`greenml.measure.combine`, as ``greenml jobs show`` uses: runs
+measured by the same methods and device models (the same NVML counter, the same
+CPU model) share their error, so their absolute uncertainties **add linearly**;
+runs measured differently are independent and combine in quadrature. Carbon
+likewise: runs with the same intensity source and location share the
+intensity's error (linear), others are independent. The PUE is taken as exact.
 
 Nothing unknown is counted as zero: runs whose carbon, cost or energy is
 unknown are listed, and totals say for how many runs they are known.
@@ -16,11 +15,12 @@ unknown are listed, and totals say for how many runs they are known.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import ConfigError
+from greenml.measure.combine import combine, energy_source
 from greenml.report import records as rec
 from greenml.report.records import Missing
 
@@ -36,6 +36,7 @@ class Total:
     uncertainty: float = 0.0
     known: list[str] = field(default_factory=list)
     missing: list[Missing] = field(default_factory=list)
+    parts: list[tuple[Hashable, float]] = field(default_factory=list)
 
     @property
     def uncertainty_rel(self) -> float | None:
@@ -114,8 +115,12 @@ class RunSet:
         it_j, it_unc = rec.it_energy(record)
         if rec.energy_known(record):
             pue_value, pue_source = rec.pue(record)
-            _add(self.it_energy, run_id, it_j, it_unc)
-            _add(self.facility_energy, run_id, it_j * pue_value, it_unc * pue_value)
+            source = energy_source(
+                {"method": method, "name": name}
+                for _c, _k, name, _j, _r, method in rec.devices(record)
+            )
+            _add(self.it_energy, run_id, it_j, it_unc, source)
+            _add(self.facility_energy, run_id, it_j * pue_value, it_unc * pue_value, source)
             _group(self.pues, {"pue": pue_value, "source": pue_source}, run_id)
         else:
             why = (record.get("energy") or {}).get("note") or "no device energy recorded"
@@ -126,8 +131,8 @@ class RunSet:
         if isinstance(carbon, Missing):
             self.carbon.missing.append(carbon)
         else:
-            _add(self.carbon, run_id, *carbon)
             block = record["carbon"]
+            _add(self.carbon, run_id, *carbon, (block.get("source"), block.get("location")))
             key = {k: block.get(k) for k in ("source", "kind", "scope", "resolution")}
             entry = _group(self.intensities, key, run_id)
             entry["kg"] = entry.get("kg", 0.0) + carbon[0]
@@ -274,9 +279,13 @@ def _known(total: Total) -> float | None:
     return total.value if total.known else None
 
 
-def _add(total: Total, run_id: str, value: float, uncertainty: float) -> None:
+def _add(
+    total: Total, run_id: str, value: float, uncertainty: float, source: Hashable = "same"
+) -> None:
+    """Add a run's figure; its uncertainty combines by :func:`greenml.measure.combine.combine`."""
     total.value += value
-    total.uncertainty += uncertainty  # same method: correlated, add linearly
+    total.parts.append((source, uncertainty))
+    total.uncertainty = combine(total.parts)
     total.known.append(run_id)
 
 

@@ -55,6 +55,17 @@ def digits_for(uncertainty_rel: float | None) -> int:
     return 3 if uncertainty_rel is not None and uncertainty_rel < 0.05 else 2
 
 
+def round_to(value: float, uncertainty_rel: float | None) -> float:
+    """``value`` to the significant figures its uncertainty allows (:func:`digits_for`).
+
+    No false precision: ``1,238,630 L ±60 %`` is ``1,200,000 L ±60 %``.
+    """
+    if value == 0 or not math.isfinite(value):
+        return value
+    digits = digits_for(uncertainty_rel)
+    return round(value, digits - 1 - math.floor(math.log10(abs(value))))
+
+
 def percent(rel: float | None) -> str:
     """``±12 %``; ``±?`` when unknown."""
     if rel is None or not math.isfinite(rel):

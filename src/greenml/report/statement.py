@@ -95,12 +95,10 @@ def statement_paragraph(runs: RunSet) -> str:
     text += footprint_sentence(runs)
     text += f" Energy was measured with {prose.tool()}: {prose.methods(runs)}."
     found = {e.key: e for e in _equivalences(runs)}
-    car, phone = found.get("passenger_car_years"), found.get("smartphone_charges")
-    if car is not None and phone is not None:
-        text += (
-            f" This is about the emissions of {fmt.sig(phone.value, 2)} {phone.label} or "
-            f"{fmt.sig(car.value, 2)} {car.label} (US EPA factors)."
-        )
+    shown = [found[k] for k in ("smartphone_charges", "passenger_car_years") if k in found]
+    if any(e.factor.basis == "co2" for e in shown):
+        sizes = " or ".join(f"{fmt.sig(e.value, 2)} {e.label}" for e in shown)
+        text += f" This is about the emissions of {sizes} (US EPA factors)."
     return text
 
 

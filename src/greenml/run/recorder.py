@@ -156,10 +156,15 @@ class Recorder:
         self, measurement: Measurement, *, exit_code: int | None, status: str, ended_at: float,
         notes: list[str], extra: dict[str, Any], windows: Sequence[Measurement],
     ) -> FinishedRun:  # fmt: skip
-        """The run as :func:`~greenml.run.persist.persist_run` takes it (samples added later)."""
+        """The run as :func:`~greenml.run.persist.persist_run` takes it (samples added later).
+
+        ``ended_at`` is the start plus the monotonic duration, never the wall clock at
+        the end: a clock stepped back during the run cannot put the end before the start.
+        """
         from greenml.run.persist import FinishedRun
 
         s = self.start
+        ended_at = s.started_at + measurement.duration_s
         return FinishedRun(
             run_id=self.run_id, name=s.name, command=s.command, tags=s.tags,
             started_at=s.started_at, pid=s.pid, hostname=s.hostname, status=status,

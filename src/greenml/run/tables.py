@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import ConfigError, MissingExtra
-from greenml.store.table import columns, run_row
+from greenml.store.table import columns, float_columns, run_row
 
 if TYPE_CHECKING:
     from greenml.store.repository import Store
@@ -48,6 +48,8 @@ def runs(
         ingest_pending(store, db or "")
         rows = table_rows(store, name=name, tag=tag, since=since)
     frame = pd.DataFrame(rows, columns=columns(rows))
+    for name in float_columns(list(frame.columns)):  # unknown figures: NaN, not None
+        frame[name] = pd.to_numeric(frame[name], errors="coerce").astype("float64")
     frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True)
     return frame
 

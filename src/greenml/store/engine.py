@@ -14,7 +14,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from greenml.errors import StoreError
 from greenml.store.schema import SCHEMA_VERSION, meta, metadata
-from greenml.store.url import sqlite_path
+from greenml.store.url import refuse_special_file, sqlite_path
 
 WRITE_OPTION = "greenml_write"
 """Execution option marking a write transaction (SQLite: ``BEGIN IMMEDIATE``)."""
@@ -28,9 +28,16 @@ def make_engine(url: str) -> Engine:
 
     Raises:
         OSError: The SQLite file's directory cannot be created.
+        ConfigError: The SQLite path names something other than a regular file
+            (``/dev/null``, a folder, a FIFO): SQLite would write beside it.
     """
     path = sqlite_path(url)
+    if path is not None and read_only(path):
+        engine = create_engine("sqlite://", creator=lambda: _connect_read_only(path))
+        _configure_sqlite(engine, wal=False)
+        return engine
     if path is not None:
+        refuse_special_file(path)
         _make_parent(path)
         engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         _configure_sqlite(engine)
@@ -45,6 +52,28 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, connect_args=connect_args, pool_pre_ping=True)
 
 
+def read_only(path: Path) -> bool:
+    """Whether a store file exists but it, or its folder (its -wal/-shm), cannot be written."""
+    if not path.is_file():
+        return False
+    return not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def _connect_read_only(path: Path) -> Any:
+    """A read-only connection: ``mode=ro``; ``immutable=1`` where WAL's -shm cannot be made."""
+    import sqlite3
+    from urllib.parse import quote
+
+    target = "file:" + quote(str(path))
+    try:
+        conn = sqlite3.connect(f"{target}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                               check_same_thread=False)  # fmt: skip
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return conn
+    except sqlite3.OperationalError:
+        return sqlite3.connect(f"{target}?immutable=1", uri=True, check_same_thread=False)
+
+
 def _make_parent(path: Path) -> None:
     """Create the database file's directory, naming a blocking regular file clearly."""
     for ancestor in path.parents:
@@ -57,7 +86,7 @@ def _make_parent(path: Path) -> None:
         raise PermissionError(errno.EACCES, "Permission denied", str(path.parent))
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _configure_sqlite(engine: Engine, wal: bool = True) -> None:
     """Pragmas on every connection; take over BEGIN so writes can be IMMEDIATE.
 
     pysqlite's own transaction handling starts transactions late (before the first
@@ -71,7 +100,8 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor = dbapi_conn.cursor()
         try:
             cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            cursor.execute("PRAGMA journal_mode=WAL")
+            if wal:  # a read-only store is read in the mode it was left in
+                cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA foreign_keys=ON")
         finally:

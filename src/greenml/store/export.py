@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
+from greenml.store.csv_cells import csv_cell
 from greenml.store.record import iso_utc
 
 CSV_COLUMNS = (
@@ -56,6 +57,5 @@ def samples_to_csv(samples: Iterable[Mapping[str, Any]], file: TextIO) -> None:
     writer.writerow(CSV_COLUMNS)
     for s in samples:
         writer.writerow(
-            [iso_utc(float(s["time_s"]))]
-            + ["" if s.get(col) is None else s[col] for col in CSV_COLUMNS[1:]]
+            [iso_utc(float(s["time_s"]))] + [csv_cell(s.get(col)) for col in CSV_COLUMNS[1:]]
         )

@@ -14,9 +14,20 @@ import csv
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
+from greenml.store.csv_cells import csv_cell
+
 HEAD = ("id", "name", "tags", "status", "started_at", "duration_s")
 TAIL = ("energy_kwh", "co2_kg", "cost_usd", "methods", "uncertainty_rel",
         "co2_uncertainty_rel", "location", "pue")  # fmt: skip
+
+
+FLOATS = ("duration_s", "energy_kwh", "co2_kg", "cost_usd", "uncertainty_rel",
+          "co2_uncertainty_rel", "pue")  # fmt: skip
+
+
+def float_columns(names: Sequence[str]) -> list[str]:
+    """The columns holding numbers (an unknown one is NaN in a DataFrame, never ``None``)."""
+    return [n for n in names if n in FLOATS or (n.startswith("energy_") and n.endswith("_kwh"))]
 
 
 def run_row(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -66,4 +77,4 @@ def rows_to_csv(rows: Iterable[Mapping[str, Any]], file: TextIO) -> None:
     writer = csv.writer(file, lineterminator="\n")
     writer.writerow(names)
     for row in rows:
-        writer.writerow(["" if row.get(c) is None else row[c] for c in names])
+        writer.writerow([csv_cell(row.get(c)) for c in names])

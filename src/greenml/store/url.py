@@ -114,3 +114,21 @@ def without_password(url: str) -> str:
 def _has_psycopg() -> bool:
     """Whether the psycopg 3 driver can be imported (without importing it)."""
     return importlib.util.find_spec("psycopg") is not None
+
+
+def refuse_special_file(path: Path) -> None:
+    """Refuse a store path that exists and is not a regular file (``--db /dev/null``).
+
+    Raises:
+        ConfigError: One line naming the path and what it is.
+    """
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # nothing there (yet): the store creates it
+    if stat.S_ISREG(mode):
+        return
+    kind = "a folder" if stat.S_ISDIR(mode) else "a device or special file"
+    raise ConfigError(f"run store {path} is {kind}, not a database file: name a file (--db)")

@@ -59,7 +59,9 @@ def test_history_is_hourly_and_counts_estimates(api: FakeApi, fast: HttpSettings
     assert np.all(np.diff(series.times_s) == HOUR)
     assert series.values[0] == 412.0 and series.values[-1] == 288.0
     assert grid.provenance.resolution == "hourly"
-    assert "2 of 24 hours estimated" in grid.provenance.source
+    assert "2 of 24 hourly values in the provider's data were estimated to fill gaps" in (
+        grid.provenance.source
+    )
 
 
 def test_forecast(api: FakeApi, fast: HttpSettings) -> None:

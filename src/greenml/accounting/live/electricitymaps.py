@@ -17,7 +17,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from greenml.accounting.intensity import GridIntensity, IntensityProvenance, Resolution, Scope
+from greenml.accounting.intensity import (
+    GridIntensity,
+    IntensityProvenance,
+    Resolution,
+    Scope,
+    gap_note,
+)
 from greenml.accounting.live._points import (
     Point,
     chunks,
@@ -231,7 +237,7 @@ class ElectricityMapsSource:
 
     def _grid(self, points: list[Point], endpoints: str, resolution: Resolution) -> GridIntensity:
         estimated = count_flag(points, "estimated")
-        note = f"; {estimated} of {len(points)} hours estimated" if estimated else ""
+        note = f"; {gap_note(estimated, len(points))}" if estimated else ""
         provenance = IntensityProvenance(
             source=f"Electricity Maps API v3 (carbon-intensity/{endpoints}{note})",
             location=self.zone,

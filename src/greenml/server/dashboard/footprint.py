@@ -34,8 +34,7 @@ def footprint_html(record: dict[str, Any]) -> str:
 
 def _carbon_row(label: str, block: Any, basis_key: str) -> list[object]:
     if not isinstance(block, dict) or block.get("kg") is None:
-        why = _why(block)
-        return [label, "unknown", "", "", why]
+        return [label, "unknown", "", "", _why(block, ABSENT[label])]
     grams = float(block["kg"]) * 1000
     rel = float(block.get("uncertainty_rel") or 0.0)
     return [label, mass(grams), block.get("method") or "", "±" + percent(rel),
@@ -44,7 +43,7 @@ def _carbon_row(label: str, block: Any, basis_key: str) -> list[object]:
 
 def _water_row(block: Any) -> list[object]:
     if not isinstance(block, dict) or block.get("litres") is None:
-        return ["water consumed", "unknown", "", "", _why(block)]
+        return ["water consumed", "unknown", "", "", _why(block, ABSENT["water consumed"])]
     litres = float(block["litres"])
     rel = float(block.get("uncertainty_rel") or 0.0)
     parts = f"on-site {_litres(block.get('onsite_l'))} (WUE {block.get('wue_l_per_kwh')} L/kWh: "
@@ -59,8 +58,8 @@ def _water_row(block: Any) -> list[object]:
 
 def _flops_row(block: Any) -> list[object]:
     if not isinstance(block, dict) or block.get("flops") is None:
-        return ["work done (FLOPs)", "not counted", "", "", _why(block) or
-                "count with FlopSampler / callbacks' flops=, or tag flops=N"]  # fmt: skip
+        return ["work done (FLOPs)", "not counted", "", "",
+                _why(block, ABSENT["work done (FLOPs)"])]  # fmt: skip
     rel = float(block.get("uncertainty_rel") or 0.0)
     detail = []
     if block.get("mfu") is not None:
@@ -80,11 +79,25 @@ def _litres(value: Any) -> str:
     return f"{litres * 1000:.3g} mL" if litres < 1 else f"{litres:.3g} L"
 
 
-def _why(block: Any) -> str:
+ABSENT = {
+    "CO2eq, location-based": "no carbon in this record: the run had no location "
+    "(--zone, --region, --country, --intensity-trace)",
+    "CO2eq, market-based": "no market-based declaration for this run "
+    "(--supplier-ci, --certificates, --market)",
+    "CO2eq, embodied (amortized)": "no embodied figure in this record "
+    "(its devices are not in the embodied table, or it predates it)",
+    "water consumed": "no water figure in this record",
+    "work done (FLOPs)": "this run counted no FLOPs: count them with FlopSampler, "
+    "the callbacks' flops=, or tag flops=N",
+}
+"""Why a row is empty when its block is absent, one reason per row."""
+
+
+def _why(block: Any, absent: str) -> str:
     if not isinstance(block, dict):
-        return "not in this record (written by an earlier greenml, or no location)"
+        return absent
     missing = block.get("missing")
     text = block.get("reason") or block.get("hint") or block.get("status") or ""
     if isinstance(missing, list) and missing:
         text = "; ".join(str(m) for m in missing)
-    return str(text)
+    return str(text) or absent

@@ -25,6 +25,7 @@ from greenml.server.dashboard.layout import link, page, security_headers, table
 from greenml.server.reports import FORMATS, build, render
 from greenml.server.state import scope, state_of
 from greenml.store import access, query
+from greenml.store.csv_cells import csv_cell
 from greenml.store.schema import RUN_STATUSES
 
 router = APIRouter(include_in_schema=False)
@@ -160,25 +161,12 @@ def runs_csv(
                                        cursor=cursor)  # fmt: skip
         for r in runs:
             r = {**r, "tags": ";".join(f"{k}={v}" for k, v in (r.get("tags") or {}).items())}
-            writer.writerow([_csv_cell(r.get(c)) for c in CSV_COLUMNS])
+            writer.writerow([csv_cell(r.get(c)) for c in CSV_COLUMNS])
         if cursor is None:
             break
     disposition = f'attachment; filename="{where.project}-runs.csv"'
     headers = {**security_headers(), "Content-Disposition": disposition}
     return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=headers)
-
-
-def _csv_cell(value: Any) -> Any:
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@") and not _is_number(text) else text
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 @router.get("/download/{kind}")
