@@ -1,0 +1,11 @@
+"""Quantities as people read them: durations and moments (more units move here).
+
+A ground-floor package: it imports nothing from greenml, so every layer (the
+terminal, reports, the scheduler) can format the same way.
+"""
+
+from __future__ import annotations
+
+from greenml.quantities.durations import clock_text, utc_text
+
+__all__ = ["clock_text", "utc_text"]
