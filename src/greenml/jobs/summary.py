@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from greenml.store.run_record import RunRecord
+from greenml.record.run_record import RunRecord
 
 UNFINISHED = ("running", "incomplete")
 

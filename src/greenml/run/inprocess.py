@@ -50,9 +50,9 @@ from greenml.run.window_feed import WindowFeed
 if TYPE_CHECKING:
     from greenml.accounting.run_accounting import Accounting
     from greenml.measure.sensors.base import Sensor
+    from greenml.record.run_record import RunRecord
     from greenml.run.projection import ProgressTracker
     from greenml.run.recorder import Recorder
-    from greenml.store.run_record import RunRecord
 
 RUN_WINDOW = "run"
 log = logging.getLogger("greenml")

@@ -38,8 +38,8 @@ from greenml.run.recorder import Recorder, RunStart
 from greenml.run.window_feed import WindowFeed
 
 if TYPE_CHECKING:
+    from greenml.record.run_record import RunRecord
     from greenml.run.budget import Budget
-    from greenml.store.run_record import RunRecord
 
 RUN_WINDOW = "run"
 log = logging.getLogger("greenml")
