@@ -44,6 +44,7 @@ from greenml.run.budget import Verdict, budget_from, check_budget
 from greenml.run.budget_watch import act_on_verdict
 from greenml.run.inprocess_options import block_ending, run_settings
 from greenml.run.run_windows import RunWindows
+from greenml.run.session import DEFAULT_CPU_SCOPE
 from greenml.run.sigterm_guard import SigtermGuard
 from greenml.run.window_feed import WindowFeed
 
@@ -77,9 +78,9 @@ class Run:
         tags: Labels kept with the run.
         db: The store (a path or URL); ``GREENML_DB`` or the default file when ``None``.
         gpus: GPU indices to measure (``None``: all, ``[]``: none); ``cpu``: the CPU and DRAM.
-        cpu_scope: For the CPU/DRAM model (no RAPL): ``machine`` (as a Meter; a window
-            costs ~10 µs) or ``process``, this process tree as ``greenml run`` measures
-            it (each window edge reads /proc for every process of the tree: ~50 µs).
+        cpu_scope: For the CPU/DRAM model (no RAPL): ``process`` (the default, as
+            ``greenml run``: this process tree; each window edge reads /proc for every
+            process of the tree, ~50 µs) or ``machine`` (as a Meter; ~10 µs a window).
         sample_hz: Power sampling rate (default 1 Hz). Unset ``pue``, ``price``, ``db``,
             ``sample_hz`` and ``log_to`` come from the environment, then the config file
             (:mod:`greenml.config.settings`); a bad one is a warning.
@@ -107,7 +108,7 @@ class Run:
         db: str | None = None,
         gpus: Sequence[int] | None = None,
         cpu: bool = True,
-        cpu_scope: str = "machine",
+        cpu_scope: str = DEFAULT_CPU_SCOPE,
         sample_hz: float | None = None,
         budget_kwh: float | None = None,
         budget_kg: float | None = None,
@@ -126,7 +127,7 @@ class Run:
         if not tick_s > 0:
             raise ConfigError(f"tick_s must be > 0, got {tick_s!r}")
         self._location: dict[str, Any] = {
-            "zone": zone, "region": region, "country": country, "ci": ci,
+            "zone": zone, "region": region, "country": country, "ci": _as_cli(ci),
             "intensity_trace": intensity_trace, "price": price, "instance": instance,
             "pue": None if pue is None else str(pue),
         }  # fmt: skip
@@ -330,22 +331,21 @@ class Run:
         self, measurement: Measurement, timelines: dict[str, Any], status: str,
         exit_code: int | None, ended_at: float, notes: list[str],
     ) -> None:  # fmt: skip
-        from greenml.accounting.run_accounting import account_safely, effective_rates
         from greenml.run.runner import run_statement
+        from greenml.run.session import finish_blocks
 
         assert self._tracker is not None and self._feed is not None
         assert self._accounting is not None
         m = measurement
-        blocks = account_safely(self._accounting, m, timelines)
-        extra: dict[str, Any] = dict(blocks)
-        summary = self._tracker.summary(**effective_rates(blocks, m.total_kwh))
-        if summary is not None:
-            extra["progress"] = summary
+        budget: dict[str, Any] | None = None
         if self.budget is not None:
             verdict = self.budget_verdict
             passed = {} if verdict is None else verdict.to_dict(time.time())
-            extra["budget"] = {**self.budget.to_dict(), "passed": verdict is not None, **passed}
-        self.accounting_blocks = blocks
+            budget = {**self.budget.to_dict(), "passed": verdict is not None, **passed}
+        extra = finish_blocks(self._accounting, m, timelines, self._tracker, self.tags, budget)
+        self.accounting_blocks = {
+            k: v for k, v in extra.items() if k not in ("progress", "flops", "budget")
+        }
         if self._recorder is not None:
             self.record = self._recorder.finish(
                 m, exit_code=exit_code, status=status, ended_at=ended_at, notes=notes,
@@ -496,3 +496,7 @@ class Run:
         html: str = run_html(self)
         return html
 
+
+def _as_cli(value: Any) -> Any:
+    """A number as the CLI passes it (``400`` → ``400.0``), so both drivers label it alike."""
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
