@@ -59,7 +59,7 @@ def test_greenml_run_and_greenml_Run_give_equal_records(tmp_path: Path) -> None:
     script.write_text(SCRIPT)
     db = str(tmp_path / "r.db")
     argv = ["run", "-q", "--db", db, "--ci", "400", "--pue", "1.5", "--price", "0.2",
-            "--gpus", "", "--no-hostname"]  # fmt: skip
+            "--gpus", "", "--no-hostname", "--json-out", str(tmp_path / "cli.json")]  # fmt: skip
     for key, value in TAGS.items():
         argv += ["--tag", f"{key}={value}"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

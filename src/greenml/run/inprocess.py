@@ -127,7 +127,7 @@ class Run:
         if not tick_s > 0:
             raise ConfigError(f"tick_s must be > 0, got {tick_s!r}")
         self._location: dict[str, Any] = {
-            "zone": zone, "region": region, "country": country, "ci": _as_cli(ci),
+            "zone": zone, "region": region, "country": country, "ci": ci,
             "intensity_trace": intensity_trace, "price": price, "instance": instance,
             "pue": None if pue is None else str(pue),
         }  # fmt: skip
@@ -495,8 +495,3 @@ class Run:
 
         html: str = run_html(self)
         return html
-
-
-def _as_cli(value: Any) -> Any:
-    """A number as the CLI passes it (``400`` → ``400.0``), so both drivers label it alike."""
-    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
