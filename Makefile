@@ -97,10 +97,13 @@ $(FLOWER_STAMP): pyproject.toml
 	$(FLOWER_VENV)/bin/pip install -q 'flwr==1.42.0' 'pytest>=8' -e .
 	touch $@
 
-unit: $(TEST_STAMP) $(CHROMIUM_STAMP) $(PROMTOOL_STAMP) $(SLURM_STAMP) $(FLOWER_STAMP)
-	$(BIN)/pytest -q
+# The fast lane: everything but the slow tests (processes, browser, cluster, fuzz; see
+# tests/conftest.py), in parallel. `make test` runs the whole suite after lint, types, docs.
+unit: $(TEST_STAMP)
+	$(BIN)/pytest -q -m "not slow" -n auto
 
-test: lint typecheck docs unit
+test: lint typecheck docs $(TEST_STAMP) $(CHROMIUM_STAMP) $(PROMTOOL_STAMP) $(SLURM_STAMP) $(FLOWER_STAMP)
+	$(BIN)/pytest -q
 
 BENCH_STAMP := $(VENV)/.stamp-bench
 

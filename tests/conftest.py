@@ -1,4 +1,5 @@
-"""Suite-wide settings: Hypothesis without time limits, and every test kept out of HOME.
+"""Suite-wide settings: Hypothesis without time limits, every test kept out of HOME, and
+the ``slow`` lane.
 
 Speed is measured in benchmarks/, never in unit tests: on a shared 2-core machine a
 property test's example may take longer than Hypothesis's 200 ms deadline, or its input
@@ -8,12 +9,20 @@ Isolation. Every test runs with ``HOME`` and the ``XDG_*`` folders pointed into 
 temporary directory and with every ``GREENML_*`` variable cleared: a test that needs one
 sets it itself. At the end of the session the real HOME's greenml folders are compared
 with a snapshot taken at its start; the session fails when the suite changed them.
+
+``make unit`` runs ``pytest -m "not slow" -n auto``; ``make test`` runs everything. A test
+module is slow when it starts processes (``subprocess``, ``sys.executable``), drives a
+browser, a Slurm cluster or a fuzzer, or lies in a folder listed in ``_SLOW_DIRS``; a module
+may also say ``pytestmark = pytest.mark.slow`` itself. The rule reads the module's text
+once, so a new subprocess test lands in the slow lane without anyone remembering to mark it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -87,3 +96,30 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             if name.startswith("GREENML_"):
                 patch.delenv(name)
         yield home
+
+
+_SLOW_TEXT = re.compile(
+    r"\bsubprocess\b|sys\.executable|playwright|chromium|\bslurm|\bsbatch\b|fuzz|_e2e\b",
+    re.IGNORECASE,
+)
+_SLOW_DIRS = ("integrations", "accounting/live")
+
+
+@cache
+def _slow_module(path: str) -> bool:
+    """Whether the test module at ``path`` belongs to the slow lane (see the docstring)."""
+    file = Path(path)
+    posix = file.as_posix()
+    if any(f"/tests/{d}/" in posix for d in _SLOW_DIRS) or "fuzz" in file.name:
+        return True
+    try:
+        return bool(_SLOW_TEXT.search(file.read_text(encoding="utf-8")))
+    except OSError:
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test of a slow module ``slow`` (deselect with ``-m "not slow"``)."""
+    for item in items:
+        if _slow_module(str(item.path)):
+            item.add_marker(pytest.mark.slow)

@@ -1,6 +1,9 @@
 """The package's shape, read from the source with ``ast`` (nothing is imported).
 
-* no import cycles, function-level imports included (``if TYPE_CHECKING:`` blocks left out);
+* no import cycles, function-level imports included (``if TYPE_CHECKING:`` blocks left out),
+  and none hidden behind a registry string (``"greenml.report.audit:build"`` counts as an import);
+* no module imports upward: the ground floor (``errors``, ``__version__``, ``quantities``,
+  ``record``) imports only the ground floor, and only the top floor imports the package face;
 * no module imports another module's underscore name;
 * the top of ``src/greenml`` holds only ``__init__``, ``__main__``, ``errors`` and packages;
 * layers: the store, the measuring code and the CLI only depend the way the flow goes;
@@ -13,6 +16,7 @@ import ast
 import builtins
 import functools
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,6 +155,37 @@ def test_no_import_cycles() -> None:
     assert _cycles(_graph()) == []
 
 
+_REGISTRY_STRING = re.compile(r"^(greenml(?:\.[A-Za-z_0-9]+)+)(?::[A-Za-z_0-9]+)?$")
+
+
+@functools.cache
+def registry_strings(module: str) -> frozenset[str]:
+    """greenml modules named by a string constant in ``module`` (``"pkg.mod"`` or ``"pkg.mod:f"``).
+
+    A string naming the module's own package or one above it (a logger name, a label) is
+    not a reference to something the module loads, and is left out.
+    """
+    found = set()
+    for node in ast.walk(tree(module)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            match = _REGISTRY_STRING.match(node.value)
+            if match and match[1] in modules() and not module.startswith(match[1] + "."):
+                found.add(match[1])
+    found.discard(module)
+    return frozenset(found)
+
+
+def test_no_cycle_hides_behind_a_registry_string() -> None:
+    graph = {m: edges | registry_strings(m) for m, edges in _graph().items()}
+    assert _cycles(graph) == []
+
+
+def test_the_string_finder_follows_a_registry() -> None:
+    assert "greenml.report.audit" in registry_strings("greenml.report.kinds")
+    assert "greenml.cli.run" in registry_strings("greenml.cli.app")
+    assert "greenml" not in registry_strings("greenml.store.url")  # "greenml.db" is a file
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
@@ -198,7 +233,7 @@ def test_no_module_reaches_into_another_modules_private_names() -> None:
 
 
 def test_the_top_level_holds_only_the_entry_points_errors_and_packages() -> None:
-    allowed = {"__init__.py", "__main__.py", "errors.py", "py.typed"}
+    allowed = {"__init__.py", "__main__.py", "__version__.py", "errors.py", "py.typed"}
     stray = []
     for entry in PACKAGE.iterdir():
         if entry.name == "__pycache__":
@@ -235,6 +270,50 @@ def test_lower_layers_never_import_upper_ones(layer: str, forbidden: tuple[str, 
         for imp in imports(module)
         if any(_inside(imp.module, f) for f in forbidden)
     ]
+    assert bad == []
+
+
+GROUND = ("greenml.errors", "greenml.__version__", "greenml.quantities", "greenml.record")
+# The top floor: the commands and the team server (an application of its own) may use the
+# package face (``from greenml import X``); no layer beneath it may, so the face stays a face.
+TOP = ("greenml.cli", "greenml.__main__", "greenml.server")
+
+
+def test_the_ground_floor_imports_only_the_ground_floor() -> None:
+    bad = [
+        f"{imp.importer}:{imp.line} imports {imp.module}"
+        for module in modules()
+        if any(_inside(module, g) for g in GROUND)
+        for imp in imports(module)
+        if not any(_inside(imp.module, g) for g in GROUND)
+    ]
+    assert bad == []
+
+
+def test_no_inner_layer_imports_the_package_face() -> None:
+    bad = [
+        f"{module}:{node.lineno} imports from greenml/__init__"
+        for module in modules()
+        if module != "greenml" and not any(_inside(module, top) for top in TOP)
+        for node in ast.walk(tree(module))
+        if (isinstance(node, ast.ImportFrom) and node.module == "greenml" and not node.level)
+        or (isinstance(node, ast.Import) and any(a.name == "greenml" for a in node.names))
+    ]
+    assert bad == []
+
+
+def test_tomllib_is_imported_behind_a_version_check() -> None:
+    """``requires-python`` says 3.10, where ``tomllib`` does not exist (``tomli`` does)."""
+    bad = []
+    for module in modules():
+        guarded: set[int] = set()
+        for node in ast.walk(tree(module)):
+            if isinstance(node, ast.If) and "version_info" in ast.unparse(node.test):
+                guarded |= {id(child) for child in ast.walk(node)}
+        for node in ast.walk(tree(module)):
+            imported = isinstance(node, ast.Import) and any(a.name == "tomllib" for a in node.names)
+            if imported and id(node) not in guarded:
+                bad.append(f"{module}:{node.lineno}")
     assert bad == []
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from greenml.__version__ import __version__
 
 _LAZY = {
     "estimate": "greenml.estimation.estimator",

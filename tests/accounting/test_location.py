@@ -114,9 +114,9 @@ def test_a_trace_may_name_its_zone_and_the_description_says_so(
     ("settings", "named"),
     [
         ({"zone": "DE", "country": "FR"}, "--zone DE and --country FR"),
-        ({"zone": "XX", "ci": 100.0}, "--ci 100.0 and --zone XX"),
+        ({"zone": "XX", "ci": 100.0}, "--ci 100 and --zone XX"),
         ({"country": "FR", "region": "us-central1"}, "--region us-central1 and --country FR"),
-        ({"ci": 0.0, "trace": "t.csv"}, "--ci 0.0 and --trace t.csv"),
+        ({"ci": 0.0, "trace": "t.csv"}, "--ci 0 and --trace t.csv"),
     ],
 )
 def test_conflicting_locations_are_an_error_not_a_silent_choice(
@@ -134,7 +134,7 @@ def test_ci_is_a_user_figure(no_config: Path) -> None:
     assert source is not None
     prov = source.intensity(0.0, 1.0).provenance
     assert prov.resolution == "user" and prov.source == "given by the user"
-    assert g(source) == 0.0 and how == "--ci 0.0"
+    assert g(source) == 0.0 and how == "--ci 0"
 
 
 @pytest.mark.parametrize(

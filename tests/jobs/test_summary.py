@@ -175,8 +175,8 @@ def test_a_record_with_a_job_block_fits_the_schema_and_reads_back_exactly(store:
     import jsonschema
 
     from greenml.ledger.canonical import canonical_json
-    from greenml.store.record_schema import shipped_schema_text
-    from greenml.store.run_record import RunRecord
+    from greenml.record.run_record import RunRecord
+    from greenml.record.schema import shipped_schema_text
 
     run_id = node_run(store, _job(1, step_id="3", pod="p-1", namespace="ml"), gpu_j=[5.0])
     record = store.get_record(run_id)

@@ -13,7 +13,7 @@ from greenml.ledger.canonical import canonical_json, record_sha256
 from greenml.llm.remote.calls import account
 from greenml.llm.remote.workflow import Collector
 from greenml.store.record_schema import shipped_schema_text
-from greenml.store.run_record import RECORD_SCHEMA_VERSION, RunRecord
+from greenml.record.run_record import RECORD_SCHEMA_VERSION, RunRecord
 from tests.run_records import record as hand_record
 
 

@@ -10,8 +10,8 @@ import pytest
 
 import greenml.store
 from greenml.errors import RecordTypeError
-from greenml.store.record_blocks import CarbonBlock
-from greenml.store.run_record import EnergyBlock, RunRecord
+from greenml.record.blocks import CarbonBlock
+from greenml.record.run_record import EnergyBlock, RunRecord
 from tests.run_records import record as hand_record
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from greenml.errors import GreenmlError
-from greenml.store.run_record import RunRecord
+from greenml.record.run_record import RunRecord
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),

@@ -18,12 +18,12 @@ from greenml.cli import main
 from greenml.errors import RecordTypeError
 from greenml.ledger.canonical import canonical_json
 from greenml.measure.measurement import Sample
+from greenml.record.run_record import RECORD_SCHEMA_VERSION, RunRecord
+from greenml.record.schema import generate_schema, schema_text, shipped_schema_text
 from greenml.run.environment import capture_environment
 from greenml.run.spool import ingest, ingest_pending
 from greenml.store import open_store
-from greenml.store.record_schema import generate_schema, schema_text, shipped_schema_text
 from greenml.store.repository import Store
-from greenml.store.run_record import RECORD_SCHEMA_VERSION, RunRecord
 from tests.ledger.conftest import payload as ledger_payload
 from tests.report import builders
 from tests.run_records import record as hand_record

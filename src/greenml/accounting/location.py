@@ -90,7 +90,8 @@ def resolve_intensity_source(
     from_file = _read_config(path, required=config_path is not None)
     provider = _provider(provider or env.get(PROVIDER_ENV) or from_file.pop("provider", None))
     if explicit:
-        return _choose(explicit, lambda k: f"--{k} {explicit[k]}", Path.cwd(), provider, fallback)
+        return _choose(explicit, lambda k: f"--{k} {_shown(explicit[k])}", Path.cwd(), provider,
+                       fallback)  # fmt: skip
     from_env = {k: env[var] for k, var in ENV_VARS.items() if env.get(var, "").strip()}
     if from_env:
         return _choose(
@@ -251,3 +252,10 @@ def _read_config(path: Path, *, required: bool) -> dict[str, Any]:
         if str(value).strip():
             settings[key] = value
     return settings
+
+
+def _shown(value: Any) -> str:
+    """A setting as labels show it: ``400`` whether given as 400 (Python) or 400.0 (the CLI)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:g}"
+    return str(value)

@@ -27,6 +27,7 @@ import csv
 import functools
 import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -212,7 +213,10 @@ def read_market_file(path: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: Missing, unreadable, not TOML, or no ``[market]`` table.
     """
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
 
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))

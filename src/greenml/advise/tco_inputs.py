@@ -15,13 +15,12 @@ from __future__ import annotations
 import csv
 import functools
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from greenml.errors import ConfigError
 
@@ -98,6 +97,11 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text") from None
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import click
 
-from greenml.cli.app import LazyGroup
+from greenml.cli.lazy_group import LazyGroup
 
 # subcommand → "module:attribute"
 ADVISE_COMMANDS = {

@@ -34,8 +34,8 @@ def audit(
     db_url: str | None, project: str | None, limit: int, fmt: str, output: Path | None
 ) -> None:
     """Check the project's green practices (4Ms): passed / failed / unknown, with evidence."""
-    from greenml.advise.audit_report import audit_document, run_audit
     from greenml.cli.runs import open_ingested
+    from greenml.report.audit import audit_document, run_audit
     from greenml.report.runset import RunSet
 
     with open_ingested(db_url) as store:

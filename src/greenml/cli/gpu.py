@@ -13,7 +13,7 @@ from typing import ClassVar
 import click
 
 from greenml.cli import render
-from greenml.cli.app import LazyGroup
+from greenml.cli.lazy_group import LazyGroup
 from greenml.cli.options import gpu_renamed, gpus_option, gpus_to_act_on, json_option
 from greenml.store.export import json_text
 

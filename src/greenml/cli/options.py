@@ -28,7 +28,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 # greenml.accounting.location.PROVIDERS (not imported: `greenml run` stays light; a test
 # checks they agree).
 INTENSITY_PROVIDERS = ("static", "electricitymaps", "watttime", "ukci")
-SAMPLE_HZ_RANGE = (0.001, 100.0)  # the runner's sampler and NVML go no faster than 100 Hz
 
 
 def _check_db(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -352,11 +351,13 @@ gpu_renamed = renamed(
 
 
 def _check_sample_hz(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    low, high = SAMPLE_HZ_RANGE
-    if not (value >= low and value <= high):  # `not >=` also refuses NaN
-        message = f"must be between {low:g} and {high:g} Hz, not {value}"
-        raise click.BadParameter(message, ctx, param)
-    return value
+    from greenml.errors import ConfigError
+    from greenml.quantities import bounds
+
+    try:
+        return bounds.sample_hz(value, "--sample-hz")
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
 
 
 def sample_hz_option(default: float, help: str = "Power samples per second.") -> Callable[[F], F]:

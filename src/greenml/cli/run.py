@@ -239,6 +239,9 @@ def run(
     accounting["pue"] = setting("run.pue", accounting.get("pue"))
     accounting["price"] = setting("run.price", accounting.get("price"))
     log_to = tuple(setting("run.log_to", list(log_to) or None))
+    given_hz = click.get_current_context().get_parameter_source("sample_hz")
+    explicit = given_hz is not None and given_hz.name != "DEFAULT"
+    sample_hz = setting("run.sample_hz", sample_hz if explicit else None)  # the one check
     if server_url is not None:
         from greenml.run.server_settings import SERVER_ENV, server_settings
 

@@ -14,7 +14,7 @@ from greenml.cli.options import db_option, json_option, output_option, server_re
 from greenml.store.export import json_text
 
 if TYPE_CHECKING:
-    from greenml.store.record_blocks import JobBlock
+    from greenml.record.blocks import JobBlock
 
 
 @click.group()

@@ -17,6 +17,6 @@ def run_record() -> None:
 
     A record without schema_version is of version 1.
     """
-    from greenml.store.record_schema import shipped_schema_text
+    from greenml.record.schema import shipped_schema_text
 
     click.echo(shipped_schema_text(), nl=False)

@@ -18,7 +18,8 @@ from greenml.compress.api import DEFAULT_TECHNIQUES, compress, resolve_technique
 from greenml.compress.options import CompressOptions
 from greenml.compress.pareto import Recommendation, pareto_front, recommend
 from greenml.compress.result import CompressionResult
-from greenml.compress.variants import TECHNIQUES, Variant
+from greenml.compress.techniques import TECHNIQUES
+from greenml.compress.variants import Variant
 
 __all__ = [
     "DEFAULT_TECHNIQUES",

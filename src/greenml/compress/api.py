@@ -14,6 +14,7 @@ from greenml.compress.measure import Evaluate, Progress, evaluate_accuracy, meas
 from greenml.compress.options import CompressOptions
 from greenml.compress.pareto import pareto_front, recommend
 from greenml.compress.result import CompressionResult
+from greenml.compress.techniques import TECHNIQUES, describe, load_builder
 from greenml.compress.tensors import (
     as_args,
     batch_size,
@@ -25,13 +26,10 @@ from greenml.compress.tensors import (
 )
 from greenml.compress.variants import (
     BASELINE,
-    TECHNIQUES,
     BuildContext,
     Built,
     Predict,
     Variant,
-    describe,
-    load_builder,
 )
 from greenml.errors import ConfigError, GreenmlError, NotApplicable
 from greenml.measure.meter import Meter

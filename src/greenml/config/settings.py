@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from greenml.errors import ConfigError
+from greenml.quantities import bounds
 
 
 def _text(value: Any) -> str:
@@ -62,6 +63,8 @@ class Setting:
     default: Any
     help: str
     parse: Callable[[Any], Any] = _text
+    check: Callable[[Any], Any] | None = None
+    """Applied to a value from any source, an option or Python argument included."""
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -79,7 +82,7 @@ SETTINGS: tuple[Setting, ...] = (
             _text_or_number),
     Setting("run.price", "run", "price", "GREENML_PRICE", None, "electricity, USD/kWh", _number),
     Setting("run.sample_hz", "run", "sample_hz", "GREENML_SAMPLE_HZ", 1.0,
-            "power samples per second", _number),
+            "power samples per second", bounds.sample_hz, bounds.sample_hz),
     Setting("run.log_to", "run", "log_to", "GREENML_LOG_TO", [],
             "trackers: mlflow, wandb, tensorboard", _names),
     Setting("store.db", "store", "db", "GREENML_DB", None,
@@ -158,7 +161,7 @@ def setting(
     """One setting's effective value (``given``, when not ``None``, wins)."""
     s = _BY_NAME[name]
     if given is not None:
-        return given
+        return s.check(given) if s.check else given
     env = os.environ if env is None else env
     path = path or config_path()
     return _resolve(s, None, env, read_file(path), path).value
@@ -168,7 +171,7 @@ def _resolve(
     s: Setting, given: Any, env: Mapping[str, str], data: Mapping[str, Any], path: Path
 ) -> Effective:
     if given is not None:
-        return Effective(s, given, "option")
+        return Effective(s, s.check(given) if s.check else given, "option")
     if s.env and env.get(s.env, "").strip():
         try:
             return Effective(s, s.parse(env[s.env]), f"environment ({s.env})")

@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from greenml.measure.combine import combine, energy_source
-from greenml.store.run_record import RunRecord
+from greenml.record.run_record import RunRecord
 
 UNFINISHED = ("running", "incomplete")
 

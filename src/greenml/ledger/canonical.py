@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from greenml.errors import LedgerError
 
 if TYPE_CHECKING:
-    from greenml.store.run_record import RunRecord
+    from greenml.record.run_record import RunRecord
 
 
 def canonical_json(value: Any) -> bytes:

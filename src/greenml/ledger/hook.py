@@ -18,8 +18,8 @@ from greenml.ledger.paths import KEY_ENV, key_path_from_env, ledger_path
 
 if TYPE_CHECKING:
     from greenml.ledger.entry import Entry
+    from greenml.record.run_record import RunRecord
     from greenml.store.repository import Store
-    from greenml.store.run_record import RunRecord
 
 log = logging.getLogger("greenml")
 _warned: set[str] = set()

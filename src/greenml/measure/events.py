@@ -10,7 +10,10 @@ In-process listeners (:func:`add_listener`: an open ``greenml.Run``) receive the
 same event dicts, so ``greenml.progress()`` and published windows reach a run
 measured in the same process without any file.
 
-Every event carries ``kind``, ``t`` (Unix time, s), ``rank`` and ``pid``.
+Every event carries ``kind``, ``t`` (Unix time, s), ``rank`` and ``pid``. Every
+text in an event, keys included, is valid UTF-8: what is not (a file name read
+from disk, ``os.fsdecode(b"shard-\\xff.bin")``) is written as ``\\xff`` escapes,
+as command arguments are, when emitted and again when read.
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ def emit(kind: str, **fields: Any) -> None:
         return
     try:
         event = {"kind": kind, "t": time.time(), "rank": current_rank(), "pid": os.getpid()}
-        event.update(fields)
+        event.update(escaped(fields))
         for listener in tuple(_listeners):
             listener(event)
         if not path:
@@ -90,6 +93,30 @@ def emit(kind: str, **fields: Any) -> None:
         if where not in _failed:
             _failed.add(where)
             log.warning("greenml: events to %s are lost: %s", where, exc)
+
+
+def escaped_text(text: str) -> str:
+    """``text`` as valid UTF-8: bytes Python carries as surrogates become ``\\xff`` escapes."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that no byte stands for (``\\ud800``)
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def escaped(value: Any) -> Any:
+    """``value`` with every text in it, dict keys included, made valid UTF-8."""
+    if isinstance(value, str):
+        return escaped_text(value)
+    if isinstance(value, dict):
+        return {escaped(k): escaped(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [escaped(v) for v in value]
+    return value
 
 
 def _descriptor(path: str) -> int:
@@ -169,7 +196,7 @@ class EventReader:
                 self.bad_lines += 1
                 continue
             if isinstance(event, dict) and isinstance(event.get("kind"), str):
-                events.append(event)
+                events.append(escaped(event))
             else:
                 self.bad_lines += 1
         return events

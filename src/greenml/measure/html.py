@@ -5,18 +5,10 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
+from greenml.quantities.energy import joules_text
+
 if TYPE_CHECKING:
     from greenml.measure.measurement import Measurement
-
-
-def joules_text(joules: float) -> str:
-    """``12.3 kJ``, ``4.56 kWh``: the unit a person reads best."""
-    if joules >= 3.6e5:
-        return f"{joules / 3.6e6:.3g} kWh"
-    for unit, scale in (("MJ", 1e6), ("kJ", 1e3)):
-        if joules >= scale:
-            return f"{joules / scale:.3g} {unit}"
-    return f"{joules:.3g} J"
 
 
 def measurement_html(m: Measurement) -> str:

@@ -53,6 +53,7 @@ from greenml.measure.window_energy import (
     sampled_energy,
     usage_energy,
 )
+from greenml.quantities import bounds
 
 log = logging.getLogger("greenml")
 
@@ -113,8 +114,8 @@ class Meter:
         wall_clock: Clock = time.time,
         tree_marker: str | None = None,
     ) -> None:
-        if sample_hz < 0 or not math.isfinite(sample_hz):
-            raise ConfigError(f"sample_hz must be a finite number >= 0, got {sample_hz}")
+        if sample_hz != 0:  # 0: no sampler thread; anything else, the one rule of every source
+            sample_hz = bounds.sample_hz(sample_hz)
         self.notes: list[str] = []
         if sensors is None:
             from greenml.measure.sensors.discover import discover_sensors

@@ -12,7 +12,7 @@ import re
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from greenml import __version__
+from greenml.__version__ import __version__
 from greenml.report.bars import bar_chart
 from greenml.report.line import line_chart
 from greenml.report.pie import pie_chart

@@ -27,7 +27,7 @@ KINDS: dict[str, str] = {
     "sci": "greenml.report.sci:build",
     "label": "greenml.report.label:build",
     "savings": "greenml.report.savings:build",
-    "audit": "greenml.advise.audit_report:build",
+    "audit": "greenml.report.audit:build",
 }
 """Kind name → ``module:function``."""
 

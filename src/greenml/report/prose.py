@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from greenml import __version__
+from greenml.__version__ import __version__
 from greenml.report import records as rec
 from greenml.report import sigfig as fmt
 from greenml.report.model import Table

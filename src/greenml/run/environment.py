@@ -14,7 +14,7 @@ import subprocess
 import sys
 from typing import Any
 
-from greenml import __version__
+from greenml.__version__ import __version__
 from greenml.hardware import cpu_model_name
 from greenml.measure.sensors.nvml import nvml_environment
 

@@ -44,15 +44,16 @@ from greenml.run.budget import Verdict, budget_from, check_budget
 from greenml.run.budget_watch import act_on_verdict
 from greenml.run.inprocess_options import block_ending, run_settings
 from greenml.run.run_windows import RunWindows
+from greenml.run.session import DEFAULT_CPU_SCOPE
 from greenml.run.sigterm_guard import SigtermGuard
 from greenml.run.window_feed import WindowFeed
 
 if TYPE_CHECKING:
     from greenml.accounting.run_accounting import Accounting
     from greenml.measure.sensors.base import Sensor
+    from greenml.record.run_record import RunRecord
     from greenml.run.projection import ProgressTracker
     from greenml.run.recorder import Recorder
-    from greenml.store.run_record import RunRecord
 
 RUN_WINDOW = "run"
 log = logging.getLogger("greenml")
@@ -77,9 +78,9 @@ class Run:
         tags: Labels kept with the run.
         db: The store (a path or URL); ``GREENML_DB`` or the default file when ``None``.
         gpus: GPU indices to measure (``None``: all, ``[]``: none); ``cpu``: the CPU and DRAM.
-        cpu_scope: For the CPU/DRAM model (no RAPL): ``machine`` (as a Meter; a window
-            costs ~10 µs) or ``process``, this process tree as ``greenml run`` measures
-            it (each window edge reads /proc for every process of the tree: ~50 µs).
+        cpu_scope: For the CPU/DRAM model (no RAPL): ``process`` (the default, as
+            ``greenml run``: this process tree; each window edge reads /proc for every
+            process of the tree, ~50 µs) or ``machine`` (as a Meter; ~10 µs a window).
         sample_hz: Power sampling rate (default 1 Hz). Unset ``pue``, ``price``, ``db``,
             ``sample_hz`` and ``log_to`` come from the environment, then the config file
             (:mod:`greenml.config.settings`); a bad one is a warning.
@@ -107,7 +108,7 @@ class Run:
         db: str | None = None,
         gpus: Sequence[int] | None = None,
         cpu: bool = True,
-        cpu_scope: str = "machine",
+        cpu_scope: str = DEFAULT_CPU_SCOPE,
         sample_hz: float | None = None,
         budget_kwh: float | None = None,
         budget_kg: float | None = None,
@@ -332,22 +333,21 @@ class Run:
         self, measurement: Measurement, timelines: dict[str, Any], status: str,
         exit_code: int | None, ended_at: float, notes: list[str],
     ) -> None:  # fmt: skip
-        from greenml.accounting.run_accounting import account_safely, effective_rates
         from greenml.run.runner import run_statement
+        from greenml.run.session import finish_blocks
 
         assert self._tracker is not None and self._feed is not None
         assert self._accounting is not None
         m = measurement
-        blocks = account_safely(self._accounting, m, timelines)
-        extra: dict[str, Any] = dict(blocks)
-        summary = self._tracker.summary(**effective_rates(blocks, m.total_kwh))
-        if summary is not None:
-            extra["progress"] = summary
+        budget: dict[str, Any] | None = None
         if self.budget is not None:
             verdict = self.budget_verdict
             passed = {} if verdict is None else verdict.to_dict(time.time())
-            extra["budget"] = {**self.budget.to_dict(), "passed": verdict is not None, **passed}
-        self.accounting_blocks = blocks
+            budget = {**self.budget.to_dict(), "passed": verdict is not None, **passed}
+        extra = finish_blocks(self._accounting, m, timelines, self._tracker, self.tags, budget)
+        self.accounting_blocks = {
+            k: v for k, v in extra.items() if k not in ("progress", "flops", "budget")
+        }
         for key, provide in list(self.block_providers.items()):
             try:
                 extra[key] = provide()
@@ -502,4 +502,3 @@ class Run:
 
         html: str = run_html(self)
         return html
-

@@ -30,18 +30,24 @@ def block_ending(exc: BaseException | None) -> tuple[str, int | None]:
 def run_settings(
     pue: Any, price: Any, db: Any, sample_hz: Any, log_to: Any
 ) -> tuple[Any, Any, Any, float, list[Any]]:
-    """The arguments left unset, from the environment or the config file (never raises)."""
-    from greenml.config.settings import setting
+    """The arguments left unset, from the environment or the config file.
 
+    Every value, a Python argument included, passes the same check as the CLI's
+    (:mod:`greenml.quantities.bounds`), and ``GREENML_CPU_TDP_W`` is checked as
+    ``greenml run`` checks it: a bad setting is refused before the work starts.
+
+    Raises:
+        ConfigError: A setting from any source that the CLI would refuse.
+    """
+    import os
+
+    from greenml.config.settings import setting
+    from greenml.run.preflight import check_tdp_env
+
+    check_tdp_env(os.environ)
     given = {"run.pue": pue, "run.price": price, "store.db": db, "run.sample_hz": sample_hz,
              "run.log_to": None if log_to is None else list(log_to)}  # fmt: skip
-    out: dict[str, Any] = {}
-    for name, value in given.items():
-        try:
-            out[name] = setting(name, value)
-        except Exception as exc:  # a bad config file must not stop the training
-            log.warning("greenml: setting %s not read: %s", name, exc)
-            out[name] = value
+    out: dict[str, Any] = {name: setting(name, value) for name, value in given.items()}
     hz = out["run.sample_hz"]
     return (out["run.pue"], out["run.price"], out["store.db"], 1.0 if hz is None else float(hz),
             list(out["run.log_to"] or []))  # fmt: skip

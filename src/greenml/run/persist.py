@@ -6,7 +6,7 @@ spool as JSON (:meth:`FinishedRun.to_dict`) for a detached writer or the next
 reader to store with the same function (:meth:`FinishedRun.from_dict`).
 
 Its blocks stay JSON (they are typed once stored, as the record's
-:class:`~greenml.store.run_record.EnergyBlock` ...): a command that ends before
+:class:`~greenml.record.run_record.EnergyBlock` ...): a command that ends before
 the store is open hands its run to the spool without importing the record types.
 
 Lazy imports: the ledger hook, the upload and the environment capture, only where a run
@@ -25,8 +25,8 @@ from greenml.ledger.samples import samples_digest
 from greenml.measure.measurement import Measurement, Sample
 
 if TYPE_CHECKING:
+    from greenml.record.run_record import RunRecord
     from greenml.store.repository import Store
-    from greenml.store.run_record import RunRecord
 
 SPOOL_FORMAT = 1
 """Version of the JSON layout of :meth:`FinishedRun.to_dict` (the spool file)."""

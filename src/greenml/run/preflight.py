@@ -12,17 +12,16 @@ Lazy imports: the store URL helpers and the CPU model's constant, when checked.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from greenml.errors import ConfigError
+from greenml.quantities import bounds
 
 MAX_NAME_CHARS = 255
 """The ``runs.name`` column of the store (VARCHAR(255) on PostgreSQL)."""
-MAX_TDP_W = 10_000.0
-"""No CPU package draws more: a bound that catches a typo (or 1e308) in GREENML_CPU_TDP_W."""
+MAX_TDP_W = bounds.MAX_TDP_W
 
 
 def check_run_inputs(
@@ -40,7 +39,7 @@ def check_run_inputs(
             raise ConfigError(f"--name is {len(name)} characters long; at most {MAX_NAME_CHARS}")
     for key, value in tags.items():
         _storable_text(key, f"tag key {key!r}")
-        _storable_text(value, f"tag {key}")
+        _storable_text(value, f"tag {key!r}")
     db_file = check_store_path(db_url)
     if json_out is not None:
         check_output_file(json_out, "--json-out", not_same_as=db_file)
@@ -112,14 +111,8 @@ def check_tdp_env(env: Mapping[str, str]) -> None:
     from greenml.measure.sensors.cpu_model import TDP_ENV
 
     text = env.get(TDP_ENV, "").strip()
-    if not text:
-        return
-    try:
-        watts = float(text)
-    except ValueError:
-        raise ConfigError(f"{TDP_ENV}={text!r} is not a number of watts") from None
-    if not (math.isfinite(watts) and 0 < watts <= MAX_TDP_W):
-        raise ConfigError(f"{TDP_ENV}={text!r} must be a number of watts in (0, {MAX_TDP_W:,.0f}]")
+    if text:
+        bounds.tdp_w(text, TDP_ENV)
 
 
 def _storable_text(text: str, what: str) -> None:

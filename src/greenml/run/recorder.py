@@ -30,8 +30,8 @@ from greenml.measure.meter import Meter
 from greenml.store import new_run_id
 
 if TYPE_CHECKING:
+    from greenml.record.run_record import RunRecord
     from greenml.run.persist import FinishedRun
-    from greenml.store.run_record import RunRecord
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import os
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from greenml.accounting.run_accounting import (
     AccountingOptions,
-    account_safely,
-    effective_rates,
     prepare_accounting,
 )
 from greenml.errors import ConfigError
@@ -35,11 +33,12 @@ from greenml.run.preflight import check_run_inputs, storable_arg
 from greenml.run.process import Child, run_status
 from greenml.run.projection import ProgressTracker, Projection
 from greenml.run.recorder import Recorder, RunStart
+from greenml.run.session import finish_blocks
 from greenml.run.window_feed import WindowFeed
 
 if TYPE_CHECKING:
+    from greenml.record.run_record import RunRecord
     from greenml.run.budget import Budget
-    from greenml.store.run_record import RunRecord
 
 RUN_WINDOW = "run"
 log = logging.getLogger("greenml")
@@ -215,16 +214,9 @@ def _measure(
     _remove(events_path)
     timelines = {d.key: meter.timeline(d.key) for d in meter.devices} if accounting.active else {}
     meter.close()
-    blocks = account_safely(accounting, measurement, timelines)
-    progress = tracker.summary(**effective_rates(blocks, measurement.total_kwh))
-    if progress is not None:
-        blocks = {**blocks, "progress": progress}
-    flops = _flops(tracker, measurement, options.tags)
-    if flops is not None:
-        blocks = {**blocks, "flops": flops}
+    blocks = finish_blocks(accounting, measurement, timelines, tracker, options.tags,
+                           budget.block)  # fmt: skip
     status = run_status(code, [*child.interrupted_by, *budget.signals])
-    if budget.block is not None:
-        blocks = {**blocks, "budget": budget.block}
     extra = {**options.extra(), **blocks} if options.extra is not None else blocks
     record = recorder.finish(
         measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes,
@@ -331,30 +323,6 @@ def _sinks(options: RunOptions) -> list[Any]:
     from greenml.trackers.factory import make_sinks
 
     return make_sinks(options.log_to, run_name=options.name)
-
-
-def _flops(
-    tracker: ProgressTracker, measurement: Measurement, tags: Mapping[str, str]
-) -> dict[str, Any] | None:
-    """The ``flops`` block: counted in the program (a ``flops`` event), else ``flops=`` and
-    ``samples=`` tags; ``None`` when neither. A bug here costs only this block."""
-    try:
-        from greenml.measure.flops import flops_block, flops_from_tags, merge_ranks
-
-        gpus = measurement.components.get("gpu")
-        names = [d.name or key for key, d in (gpus.devices if gpus else {}).items()]
-        duration_s, energy_j = measurement.duration_s, measurement.total_j
-        if tracker.flops:
-            counted = merge_ranks(tracker.flops)  # each rank counts its share of the work
-            return flops_block(counted, duration_s=duration_s, energy_j=energy_j, gpus=names)
-        given = flops_from_tags(tags)
-        if given is None:
-            return None
-        return flops_block(given, duration_s=duration_s, energy_j=energy_j, gpus=names,
-                           method="given", source=given["source"])  # fmt: skip
-    except Exception as exc:
-        log.warning("greenml: FLOPs block not computed: %r", exc)
-        return {"status": "unavailable", "flops": None, "reason": f"failed: {exc!r}"}
 
 
 def _warn_once(seen: set[str]) -> Callable[[str, str], None]:

@@ -13,11 +13,14 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from typing import TextIO
+
+from greenml.quantities.durations import clock_text, utc_text
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
+
+__all__ = ["Countdown", "clock_text", "utc_text", "wait_until"]
 
 
 def wait_until(
@@ -61,17 +64,3 @@ class Countdown:
     def clear(self) -> None:
         self.stream.write("\r\x1b[2K")
         self.stream.flush()
-
-
-def clock_text(seconds: float) -> str:
-    """``1:02:03`` (hours unbounded), or ``0:00:05``."""
-    total = max(0, round(seconds))
-    minutes, secs = divmod(total, 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}"
-
-
-def utc_text(time_s: float) -> str:
-    """``2024-05-01 03:00 UTC`` (with seconds when they are not zero)."""
-    moment = datetime.fromtimestamp(time_s, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC" if moment.second else "%Y-%m-%d %H:%M UTC")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from greenml.accounting import static
 from greenml.accounting.traces import load_trace
 from greenml.errors import ConfigError
-from greenml.run.waiting import clock_text, utc_text
+from greenml.quantities.durations import clock_text, utc_text
 from greenml.schedule import sources
 from greenml.schedule.job import Job
 from greenml.schedule.planner import plan_job

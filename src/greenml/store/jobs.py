@@ -1,6 +1,6 @@
 """Every query by job: the runs of a job, the jobs stored, the earlier jobs of a name.
 
-A run's job is its record's ``job`` block (:class:`~greenml.store.record_blocks.JobBlock`),
+A run's job is its record's ``job`` block (:class:`~greenml.record.blocks.JobBlock`),
 kept in the run's extra blocks rather than a column of its own, so that the
 tables need no migration. Every lookup by job lives here: the day the job id
 gets an indexed column, only this module changes.
@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable
 
 from greenml.errors import JobNotFound
+from greenml.record.run_record import RunRecord
 from greenml.store.repository import Store
-from greenml.store.run_record import RunRecord
 
 _ANY_JOB = '"job": {'
 

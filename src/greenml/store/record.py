@@ -1,7 +1,7 @@
 """The run record: the JSON-ready dict a stored run reads back as.
 
 Pure functions over plain mappings (no SQLAlchemy), shared by the repository,
-reports and exporters. The record's types are in :mod:`greenml.store.run_record`.
+reports and exporters. The record's types are in :mod:`greenml.record.run_record`.
 
 Lazy imports: psutil, only to check whether a heartbeat's process is alive.
 """

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Engine, select, update
 
 from greenml.errors import ConfigError, RunNotFound, StoreError
 from greenml.measure.measurement import Measurement, Sample
+from greenml.record.run_record import RECORD_SCHEMA_VERSION, RunRecord
 from greenml.store import record as rec
 from greenml.store import sample_reads
 from greenml.store.blocks import pack_blocks
@@ -29,7 +30,6 @@ from greenml.store.rows import (
     window_dict,
     window_row,
 )
-from greenml.store.run_record import RECORD_SCHEMA_VERSION, RunRecord
 from greenml.store.schema import (
     FINAL_STATUSES,
     advisor_state,

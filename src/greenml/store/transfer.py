@@ -159,7 +159,7 @@ def _run_row(document: dict[str, Any], project_id: int | None) -> tuple[dict[str
     record = document.get("record")
     if not isinstance(record, dict):
         raise ConfigError("the upload has no record object")
-    from greenml.store.run_record import RunRecord
+    from greenml.record.run_record import RunRecord
 
     RunRecord.from_dict(record, strict=True)  # the run-record schema: RecordTypeError
     status = record.get("status")

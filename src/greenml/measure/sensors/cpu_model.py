@@ -27,6 +27,7 @@ from greenml.measure.measurement import DYNAMIC, ESTIMATED, STATIC
 from greenml.measure.sensors.base import Device, Sensor
 from greenml.measure.sensors.process_tree import ProcessTree
 from greenml.measure.timeline import PartsJ, Usage, UsageModel
+from greenml.quantities import bounds
 
 Scope = Literal["process", "machine"]
 
@@ -96,19 +97,13 @@ def resolve_cpu_tdp(tdp_w: float | None = None, cpu_name: str | None = None) -> 
     """
     name = cpu_name if cpu_name is not None else cpu_model_name()
     if tdp_w is not None:
-        if tdp_w <= 0:
-            raise ConfigError(f"CPU TDP must be positive, got {tdp_w}")
+        tdp_w = bounds.tdp_w(tdp_w, "CPU TDP")
         return CpuTdp(
             tdp_w, "given", f"TDP {tdp_w:g} W given by the caller", TDP_MODEL_UNCERTAINTY, name
         )
     env = os.environ.get(TDP_ENV, "").strip()
     if env:
-        try:
-            watts = float(env)
-        except ValueError:
-            raise ConfigError(f"{TDP_ENV}={env!r} is not a number of watts") from None
-        if watts <= 0:
-            raise ConfigError(f"{TDP_ENV} must be positive, got {env}")
+        watts = bounds.tdp_w(env, TDP_ENV)
         return CpuTdp(
             watts, TDP_ENV, f"TDP {watts:g} W from {TDP_ENV}", TDP_MODEL_UNCERTAINTY, name
         )

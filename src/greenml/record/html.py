@@ -2,7 +2,7 @@
 
 The key figures and the energy per device, each with its method and uncertainty;
 the impact statement with its charts is the view of a ``greenml.Run``
-(:mod:`greenml.report.notebook`), which the store does not import.
+(:mod:`greenml.report.notebook`), which the record does not import.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from greenml.measure.html import joules_text
+from greenml.quantities.energy import joules_text
 
 
 def record_table_html(record: dict[str, Any]) -> str:
