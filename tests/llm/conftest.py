@@ -64,9 +64,7 @@ class Proxy:
         self.thread.join(timeout=30)
 
 
-def start_proxy(
-    upstream: str, db: str, *, engine_pid: int | None = None, **options: Any
-) -> Proxy:
+def start_proxy(upstream: str, db: str, *, engine_pid: int | None = None, **options: Any) -> Proxy:
     """A proxy on a free port in a thread (uvicorn), measuring with this machine's Meter."""
     import uvicorn
 

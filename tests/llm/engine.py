@@ -33,9 +33,7 @@ def build_model(directory: Path) -> Path:
         tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
         pad_token="<pad>",
     )  # fmt: skip
-    fast.chat_template = (
-        "{% for m in messages %}{{ m['content'] }} {% endfor %}"
-    )
+    fast.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
     config = LlamaConfig(
         vocab_size=len(vocab), hidden_size=256, intermediate_size=512, num_hidden_layers=4,
         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=2048,

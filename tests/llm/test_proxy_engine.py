@@ -33,14 +33,21 @@ def _chat(url: str, model: str, n_prompt: int, max_tokens: int, *, seed: int = 0
     client = _client(url)
     if not stream:
         r = client.chat.completions.create(
-            model=model, messages=messages, max_tokens=max_tokens, temperature=0  # type: ignore[arg-type]
+            model=model,
+            messages=messages,
+            max_tokens=max_tokens,
+            temperature=0,  # type: ignore[arg-type]
         )
         usage = r.usage.model_dump() if r.usage else {}
         return r.choices[0].message.content or "", usage
     text, usage = "", {}
     for chunk in client.chat.completions.create(
-        model=model, messages=messages, max_tokens=max_tokens, temperature=0,  # type: ignore[arg-type]
-        stream=True, stream_options={"include_usage": True},
+        model=model,
+        messages=messages,
+        max_tokens=max_tokens,
+        temperature=0,  # type: ignore[arg-type]
+        stream=True,
+        stream_options={"include_usage": True},
     ):
         for choice in chunk.choices:
             text += choice.delta.content or ""
@@ -121,9 +128,10 @@ def test_sixteen_concurrent_requests_conserve_energy(engine: Engine, proxy: Prox
 def test_client_leaving_mid_stream_is_stored_cancelled(engine: Engine, proxy: Proxy) -> None:
     body = {"model": engine.model, "max_tokens": 64, "temperature": 0, "stream": True,
             "messages": [{"role": "user", "content": prompt(8, 3)}]}  # fmt: skip
-    with httpx.Client(timeout=600) as client, client.stream(
-        "POST", proxy.url + "/v1/chat/completions", json=body
-    ) as response:
+    with (
+        httpx.Client(timeout=600) as client,
+        client.stream("POST", proxy.url + "/v1/chat/completions", json=body) as response,
+    ):
         for line in response.iter_lines():
             if '"content": "' in line or '"content":"' in line:
                 break  # the first generated token: leave

@@ -18,8 +18,13 @@ async def _not_json_engine(scope: Any, receive: Any, send: Any) -> None:
         return
     while (await receive()).get("more_body"):
         pass
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"text/plain"), (b"x-engine", b"plain")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"text/plain"), (b"x-engine", b"plain")],
+        }
+    )
     await send({"type": "http.response.body", "body": b"plain answer, not JSON {"})
 
 
@@ -64,8 +69,13 @@ def test_invalid_request_json_goes_to_the_engine_as_is(tmp_path: Any, path: str)
             if not m.get("more_body"):
                 break
         seen.append(body)
-        await send({"type": "http.response.start", "status": 400,
-                    "headers": [(b"content-type", b"application/json")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 400,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
         await send({"type": "http.response.body", "body": b'{"error": "bad json"}'})
 
     port = free_port()

@@ -39,8 +39,11 @@ def _url(text: str) -> str:
               help="Leave responses as the engine sent them (figures still stored).")  # fmt: skip
 @click.option("--tenant-header", metavar="NAME",
               help="Header naming the tenant (default: a hash of the API key).")  # fmt: skip
-@click.option("--engine-metrics", metavar="URL",
-              help="The engine's Prometheus page: report traffic that bypassed the proxy.")
+@click.option(
+    "--engine-metrics",
+    metavar="URL",
+    help="The engine's Prometheus page: report traffic that bypassed the proxy.",
+)
 @click.option("--max-body-mb", type=click.FloatRange(0, min_open=True), default=16.0,
               show_default=True, help="Refuse larger request bodies with 413.")  # fmt: skip
 @click.option("--retention-days", type=click.FloatRange(0, min_open=True), metavar="N",
