@@ -126,7 +126,7 @@ def _since(text: str | None) -> float | None:
 
 
 @llm.command("stats")
-@click.option("--model", metavar="M", help="Only this model.")
+@click.option("--model", help="Only this model.")
 @click.option("--tenant", metavar="T", help="Only this tenant.")
 @click.option("--since", metavar="WHEN", help="A duration back (24h, 7d) or an ISO-8601 time.")
 @db_option

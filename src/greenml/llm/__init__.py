@@ -19,7 +19,14 @@ _EXPORTS = {
     "compute_stats": "greenml.llm.stats",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Ledger",
+    "ProxyApp",
+    "ProxyConfig",
+    "RatioEstimator",
+    "compute_stats",
+    "split_interval",
+]
 
 
 def __getattr__(name: str) -> Any:
