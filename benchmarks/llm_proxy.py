@@ -42,16 +42,31 @@ async def engine(scope: Any, receive: Any, send: Any) -> None:
         return
     while (await receive()).get("more_body"):
         pass
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"text/event-stream")]})  # fmt: skip
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"text/event-stream")],
+        }
+    )
     for i in range(CHUNKS):
         chunk = {"choices": [{"index": 0, "delta": {"content": f" w{i}"}}]}
-        await send({"type": "http.response.body", "more_body": True,
-                    "body": b"data: " + json.dumps(chunk).encode() + b"\n\n"})  # fmt: skip
+        await send(
+            {
+                "type": "http.response.body",
+                "more_body": True,
+                "body": b"data: " + json.dumps(chunk).encode() + b"\n\n",
+            }
+        )
         await asyncio.sleep(CHUNK_GAP_S)
     usage = {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": CHUNKS}}
-    await send({"type": "http.response.body", "more_body": True,
-                "body": b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n"})  # fmt: skip
+    await send(
+        {
+            "type": "http.response.body",
+            "more_body": True,
+            "body": b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n",
+        }
+    )
     await send({"type": "http.response.body", "body": b""})
 
 
@@ -77,8 +92,12 @@ def serve(app: Any) -> tuple[uvicorn.Server, int]:
 
 
 async def load(url: str, concurrency: int, total: int) -> tuple[list[float], float]:
-    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "w1 w2"}],
-            "stream_options": {"include_usage": True}}  # fmt: skip
+    body = {
+        "model": "m",
+        "stream": True,
+        "messages": [{"role": "user", "content": "w1 w2"}],
+        "stream_options": {"include_usage": True},
+    }
     latencies: list[float] = []
     sem = asyncio.Semaphore(concurrency)
     async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=200)) as c:
@@ -112,15 +131,18 @@ def overhead() -> None:
         d_lat, d_tput = asyncio.run(load(f"http://127.0.0.1:{eport}", conc, total))
         p_lat, p_tput = asyncio.run(load(f"http://127.0.0.1:{pport}", conc, total))
         own = list(app.overheads_s)
-        print(f"{conc:>2} streams: added latency p50 {1e3 * (q(p_lat, 50) - q(d_lat, 50)):.2f} ms"
-              f"  p99 {1e3 * (q(p_lat, 99) - q(d_lat, 99)):.2f} ms | proxy-side time p50 "
-              f"{1e3 * q(own, 50):.3f} ms p99 {1e3 * q(own, 99):.3f} ms | throughput "
-              f"{p_tput:.0f}/s vs direct {d_tput:.0f}/s = {100 * p_tput / d_tput:.1f} %")  # fmt: skip
+        print(
+            f"{conc:>2} streams: added latency p50 {1e3 * (q(p_lat, 50) - q(d_lat, 50)):.2f} ms"
+            f"  p99 {1e3 * (q(p_lat, 99) - q(d_lat, 99)):.2f} ms | proxy-side time p50 "
+            f"{1e3 * q(own, 50):.3f} ms p99 {1e3 * q(own, 99):.3f} ms | throughput "
+            f"{p_tput:.0f}/s vs direct {d_tput:.0f}/s = {100 * p_tput / d_tput:.1f} %"
+        )
     prox.should_exit = eng.should_exit = True
 
 
-def simulate(requests: list[tuple[float, int, int]], base_w: float, a: float, b: float,
-             dt: float = 0.01) -> tuple[Ledger, list[Any], Source, list[float], list[float]]:  # fmt: skip
+def simulate(
+    requests: list[tuple[float, int, int]], base_w: float, a: float, b: float, dt: float = 0.01
+) -> tuple[Ledger, list[Any], Source, list[float], list[float]]:
     """Requests (arrival s, prompt, output): prefill takes one step, then a token per step."""
     src, now = Source(), [0.0]
     done: list[Any] = []
@@ -172,38 +194,47 @@ def attribution() -> None:
     print("== attribution (simulated engine: 50 W base, 0.02 J/prefill token, 0.2 J/decode) ==")
     base, a, b = 50.0, 0.02, 0.2
     probe = (0.0, 200, 20)
-    alone_ledger, alone, _, _, _ = simulate([probe], base, a, b)
+    _, alone, _, _, _ = simulate([probe], base, a, b)
     rng = random.Random(0)
-    warm = [(rng.uniform(0, 3), rng.choice([20, 400, 1000]), rng.choice([5, 20, 80]))
-            for _ in range(200)]  # fmt: skip
+    warm = [
+        (rng.uniform(0, 3), rng.choice([20, 400, 1000]), rng.choice([5, 20, 80]))
+        for _ in range(200)
+    ]
     mixed = [*warm, (1.5, 200, 20)]
     ledger, done, src, eq_j, whole_j = simulate(mixed, base, a, b)
     probe_mixed = next(r for r in done if r.arrival_s == 1.5 and r.prompt_tokens == 200)
     # the probe's own work: base power is shared, so compare the work-driven part
-    print(f"probe alone {alone[0].energy_j:.2f} J, inside the mixed load "
-          f"{probe_mixed.energy_j:.2f} J (alone includes all base power while it ran)")  # fmt: skip
+    print(
+        f"probe alone {alone[0].energy_j:.2f} J, inside the mixed load "
+        f"{probe_mixed.energy_j:.2f} J (alone includes all base power while it ran)"
+    )
     own_alone = a * 200 + b * 20
     est = ledger.ratio.current()
     work_mixed = probe_mixed.prefill_j + probe_mixed.decode_j
     base_share = ledger.totals.attributed_j - sum(a * p + b * o for _, p, o in mixed)
-    print(f"probe work energy (true {own_alone:.2f} J): mixed {work_mixed:.2f} J incl. its base"
-          f" share; ratio estimate {est.estimate:.3f} ± {est.spread:.3f} (true {a / b:.3f})")  # fmt: skip
+    print(
+        f"probe work energy (true {own_alone:.2f} J): mixed {work_mixed:.2f} J incl. its base"
+        f" share; ratio estimate {est.estimate:.3f} ± {est.spread:.3f} (true {a / b:.3f})"
+    )
     t = ledger.totals
     err = (t.attributed_j + t.idle_j - src.j) / src.j
-    print(f"attributed + idle vs metered: {t.attributed_j + t.idle_j:.3f} vs {src.j:.3f} J "
-          f"({100 * err:.2e} %); base power shared: {base_share:.1f} J")  # fmt: skip
+    print(
+        f"attributed + idle vs metered: {t.attributed_j + t.idle_j:.3f} vs {src.j:.3f} J "
+        f"({100 * err:.2e} %); base power shared: {base_share:.1f} J"
+    )
     long_prompt = [r for r in done if r.prompt_tokens == 1000 and r.completion_tokens == 5]
     long_answer = [r for r in done if r.prompt_tokens == 20 and r.completion_tokens == 80]
     lp = statistics.mean(r.prefill_j / (r.energy_j or 1) for r in long_prompt)
     la = statistics.mean(r.prefill_j / (r.energy_j or 1) for r in long_answer)
-    print(f"prefill share: long-prompt/short-answer {100 * lp:.0f} %, "
-          f"short-prompt/long-answer {100 * la:.0f} %")  # fmt: skip
-    print(f"equal split total {sum(eq_j):.1f} J ({100 * (sum(eq_j) / src.j - 1):+.2f} % vs "
-          f"metered; ignores work); whole-energy-per-request total {sum(whole_j):.1f} J "
-          f"({100 * (sum(whole_j) / src.j - 1):+.0f} % vs metered: double counting)")  # fmt: skip
-    fair = {id(r): r.energy_j for r in done}
-    errs = [abs(eq_j[i] - fair.get(id(r), 0)) for i, r in enumerate([])]
-    del errs
+    print(
+        f"prefill share: long-prompt/short-answer {100 * lp:.0f} %, "
+        f"short-prompt/long-answer {100 * la:.0f} %"
+    )
+    print(
+        f"equal split total {sum(eq_j):.1f} J ({100 * (sum(eq_j) / src.j - 1):+.2f} % vs "
+        f"metered; ignores work); whole-energy-per-request total {sum(whole_j):.1f} J "
+        f"({100 * (sum(whole_j) / src.j - 1):+.0f} % vs metered: double counting)"
+    )
 
 
 if __name__ == "__main__":
