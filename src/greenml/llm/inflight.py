@@ -332,7 +332,8 @@ class Ledger:
 
     @property
     def in_flight(self) -> int:
-        return len(self._active)
+        """Requests open, or ended and not yet in an interval."""
+        return len(self._active) + len(self._ended)
 
     @property
     def unsettled_intervals(self) -> int:
