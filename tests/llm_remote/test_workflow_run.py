@@ -13,8 +13,8 @@ from greenml.cli import main
 from greenml.llm.remote import Workflow, instrument, tool
 from greenml.measure.events import ENV_VAR
 from greenml.measure.sensors.fake import FakeDevice, FakeSensor
-from greenml.store import open_store
 from greenml.record.run_record import RunRecord
+from greenml.store import open_store
 from tests.llm_remote.conftest import require
 from tests.llm_remote.standin import StandIn
 

@@ -63,6 +63,19 @@ def test_upgraded_database_takes_new_runs(version: int, tmp_path: Path) -> None:
         assert len(again.list_runs(limit=0)) == 3
 
 
+def test_v4_database_gains_the_llm_table(tmp_path: Path) -> None:
+    """Schema 4 → 5 adds ``llm_requests``; the runs, projects and tags stay as they were."""
+    path = _copy(4, tmp_path)
+    with sqlite3.connect(path) as raw:
+        assert "llm_requests" not in {r[0] for r in raw.execute("SELECT name FROM sqlite_master")}
+    with open_store(str(path)) as store:
+        assert sorted(r["name"] for r in store.list_runs(limit=0)) == ["train-a", "train-b"]
+        assert [r["name"] for r in store.list_runs(tag={"team": "vision"})] == ["train-b"]
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
+        assert raw.execute("SELECT count(*) FROM llm_requests").fetchone() == (0,)
+
+
 def test_every_version_has_a_step_and_a_fixture() -> None:
     steps = describe()
     assert [s["from"] for s in steps] == list(range(1, SCHEMA_VERSION))

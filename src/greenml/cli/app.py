@@ -45,6 +45,7 @@ COMMANDS = {
     "config": "greenml.cli.config:config",
     "server": "greenml.cli.server:server",
     "push": "greenml.cli.push:push",
+    "llm": "greenml.cli.llm:llm",
 }
 
 # commands that do not first send runs waiting for the team server: `run` must not delay the

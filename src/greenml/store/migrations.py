@@ -31,6 +31,7 @@ from sqlalchemy import Column, Connection, Index, Integer, Table, delete, inspec
 from greenml.store.schema import (
     SCHEMA_VERSION,
     advisor_state,
+    llm_requests,
     projects,
     run_tags,
     run_uploads,
@@ -81,6 +82,7 @@ STEPS: dict[int, Step] = {
     1: _create(sample_blocks),  # schema 2: packed sample blocks
     2: _create(advisor_state),  # schema 3: what advisors remember
     3: _v3_to_v4,
+    4: _create(llm_requests),  # schema 5: the LLM proxy's per-request records
 }
 """The step that upgrades a database *from* each version."""
 

@@ -20,7 +20,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Bump when the tables change (and add the step to :mod:`greenml.store.migrations`);
 a database newer than the code is refused."""
 
@@ -181,4 +181,40 @@ run_uploads = Table(
     Index("ix_run_uploads_project_started", "project_id", "started_at"),
     Index("ix_run_uploads_project_energy", "project_id", "energy_j"),  # top consumers
     Index("ix_run_uploads_user", "user"),
+)
+
+llm_requests = Table(
+    "llm_requests",
+    metadata,
+    # schema 5: one row per request the LLM proxy settled (``status`` running to
+    # completed/cancelled/error/unavailable), and one ``idle`` row per flush with the
+    # energy drawn while nothing was in flight, so attributed + idle = metered over any
+    # period. Energies in joules; ``co2eq_g`` NULL without a location.
+    _row_id(),
+    Column("request_id", String(40), nullable=False),
+    Column("started_at", Double, nullable=False),
+    Column("ended_at", Double, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("endpoint", String(64), nullable=False),
+    Column("model", String(255), nullable=True),
+    Column("tenant", String(128), nullable=True),
+    Column("stream", Integer, nullable=False),
+    Column("prompt_tokens", Integer, nullable=True),
+    Column("completion_tokens", Integer, nullable=True),
+    Column("token_source", String(16), nullable=True),  # usage, counted or estimated
+    Column("ttft_s", Double, nullable=True),
+    Column("energy_j", Double, nullable=False),
+    Column("uncertainty_j", Double, nullable=False),
+    Column("prefill_j", Double, nullable=False),
+    Column("decode_j", Double, nullable=False),
+    Column("provisional_j", Double, nullable=True),  # what the response carried
+    Column("co2eq_g", Double, nullable=True),
+    Column("intensity_g_per_kwh", Double, nullable=True),
+    Column("method", String(32), nullable=False),
+    Column("ratio", Double, nullable=True),  # prefill/decode cost ratio used
+    Column("ratio_spread", Double, nullable=True),
+    Column("extra", Text, nullable=False),
+    Index("ix_llm_requests_started", "started_at"),
+    Index("ix_llm_requests_model_started", "model", "started_at"),
+    Index("ix_llm_requests_tenant_started", "tenant", "started_at"),
 )

@@ -1,0 +1,175 @@
+"""``greenml llm``: the energy-aware OpenAI-compatible proxy, and its per-token statistics."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import time
+from typing import Any
+
+import click
+
+from greenml.cli.options import db_option, json_option, location_options, sample_hz_option
+from greenml.errors import ConfigError
+
+
+@click.group()
+def llm() -> None:
+    """Energy of LLM serving: per request, per token, per tenant."""
+
+
+def _url(text: str) -> str:
+    if not text.startswith(("http://", "https://")):
+        raise ConfigError(f"--upstream must be an http:// or https:// URL, got {text!r}")
+    return text.rstrip("/")
+
+
+@llm.command("proxy")
+@click.option("--upstream", required=True, metavar="URL", help="The engine's base URL.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8790, show_default=True)
+@click.option("--engine-pid", type=click.IntRange(1), metavar="PID",
+              help="CPU-only node: measure this process tree (the engine).")  # fmt: skip
+@click.option("--engine-cmd", metavar="CMD",
+              help="Start the engine with this command and measure its process tree.")  # fmt: skip
+@db_option
+@sample_hz_option(10.0, "Intervals (and power samples) per second.")
+@click.option("--no-energy-in-response", is_flag=True,
+              help="Leave responses as the engine sent them (figures still stored).")  # fmt: skip
+@click.option("--tenant-header", metavar="NAME",
+              help="Header naming the tenant (default: a hash of the API key).")  # fmt: skip
+@click.option(
+    "--engine-metrics",
+    metavar="URL",
+    help="The engine's Prometheus page: report traffic that bypassed the proxy.",
+)
+@click.option("--max-body-mb", type=click.FloatRange(0, min_open=True), default=16.0,
+              show_default=True, help="Refuse larger request bodies with 413.")  # fmt: skip
+@click.option("--retention-days", type=click.FloatRange(0, min_open=True), metavar="N",
+              help="Delete stored request records older than this.")  # fmt: skip
+@location_options
+def proxy(
+    upstream: str,
+    host: str,
+    port: int,
+    engine_pid: int | None,
+    engine_cmd: str | None,
+    db_url: str | None,
+    sample_hz: float,
+    no_energy_in_response: bool,
+    tenant_header: str | None,
+    engine_metrics: str | None,
+    max_body_mb: float,
+    retention_days: float | None,
+    zone: str | None,
+    region: str | None,
+    country: str | None,
+    ci: float | None,
+) -> None:
+    """Forward OpenAI-compatible requests to UPSTREAM, measuring each one's energy."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise ConfigError("the proxy needs the llm extra: pip install 'greenml[llm]'") from None
+    from greenml.accounting.location import resolve_intensity_source
+    from greenml.llm.carbon import HourlyIntensity
+    from greenml.llm.meter_source import open_meter_source
+    from greenml.llm.proxy_app import ProxyApp, ProxyConfig
+    from greenml.llm.records import RecordWriter
+    from greenml.store import open_store
+
+    if engine_pid is not None and engine_cmd is not None:
+        raise ConfigError("give --engine-pid or --engine-cmd, not both")
+    config = ProxyConfig(
+        upstream=_url(upstream), energy_in_response=not no_energy_in_response,
+        tenant_header=tenant_header, max_body_bytes=int(max_body_mb * 1024 * 1024),
+        sample_hz=sample_hz, engine_metrics=engine_metrics,
+    )  # fmt: skip
+    source_ci, how = resolve_intensity_source(zone=zone, region=region, country=country, ci=ci)
+    engine: subprocess.Popen[bytes] | None = None
+    if engine_cmd is not None:
+        try:
+            engine = subprocess.Popen(shlex.split(engine_cmd))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"--engine-cmd could not start: {exc}") from None
+        engine_pid = engine.pid
+    try:
+        source = open_meter_source(engine_pid, sample_hz)
+        writer = RecordWriter(open_store(db_url), retention_days=retention_days)
+        app = ProxyApp(config, source, writer=writer, carbon=HourlyIntensity(source_ci, how))
+        click.echo(
+            f"greenml llm proxy: http://{host}:{port} -> {config.upstream}; "
+            f"energy of {source.scope} ({source.method}); carbon: {how}",
+            err=True,
+        )
+        uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
+        source.close()
+    finally:
+        if engine is not None:
+            engine.terminate()
+            try:
+                engine.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                engine.kill()
+
+
+def _since(text: str | None) -> float | None:
+    if text is None:
+        return None
+    from greenml.schedule.timeparse import parse_duration_s, parse_instant
+
+    try:
+        return time.time() - parse_duration_s(text, "--since")
+    except ConfigError:
+        return parse_instant(text, "--since").timestamp()
+
+
+@llm.command("stats")
+@click.option("--model", help="Only this model.")
+@click.option("--tenant", metavar="T", help="Only this tenant.")
+@click.option("--since", metavar="WHEN", help="A duration back (24h, 7d) or an ISO-8601 time.")
+@db_option
+@json_option("Print the figures as JSON on stdout.")
+def stats(
+    model: str | None, tenant: str | None, since: str | None, db_url: str | None, as_json: bool
+) -> None:
+    """Energy per prompt and output token, per request, idle share and CO2eq of proxied traffic."""
+    from greenml.llm.records import read_rows
+    from greenml.llm.stats import compute_stats
+    from greenml.store import open_store
+
+    since_s = _since(since)
+    with open_store(db_url) as store:
+        rows, idle = read_rows(store, since_s=since_s)
+    doc = compute_stats(rows + idle, model=model, tenant=tenant)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    _print(doc)
+
+
+def _fmt(value: Any, unit: str = "", digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}g} {unit}".rstrip()
+
+
+def _print(doc: dict[str, Any]) -> None:
+    e = doc["energy_j"]
+    ratio = doc["prefill_decode_ratio"]
+    lines = [
+        f"requests            {doc['requests']}  {doc['statuses']}",
+        f"J per prompt token  {_fmt(doc['j_per_prompt_token'], 'J')}",
+        f"J per output token  {_fmt(doc['j_per_output_token'], 'J')}",
+        f"Wh per 1,000 req.   {_fmt(doc['wh_per_1000_requests'], 'Wh')}",
+        f"energy per request  p50 {_fmt(e['p50'], 'J')}  p95 {_fmt(e['p95'], 'J')}  "
+        f"p99 {_fmt(e['p99'], 'J')}",
+        f"attributed + idle   {_fmt(doc['attributed_j'], 'J')} + {_fmt(doc['idle_j'], 'J')} "
+        f"(metered {_fmt(doc['metered_j'], 'J')}; idle share {_fmt(doc['idle_share'])})",
+        f"CO2eq               {_fmt(doc['co2eq_g'], 'g')}",
+        f"prefill/decode cost {_fmt(ratio['estimate'])} ± {_fmt(ratio['spread'])} per token",
+        f"method              {', '.join(doc['method']) or '-'}; tokens: {doc['token_sources']}",
+        f"scope               {doc['scope']}",
+    ]
+    click.echo("\n".join(lines))

@@ -1,0 +1,560 @@
+"""The energy-aware OpenAI-compatible proxy: a plain ASGI app over an httpx client.
+
+``/v1/chat/completions``, ``/v1/completions`` and ``/v1/embeddings`` are
+measured: each request enters the :class:`~greenml.llm.inflight.Ledger`, its
+streamed chunks are noted as they pass, and the response gets
+``usage.energy`` (non-streamed JSON; in a stream, the final usage chunk) and
+``X-Greenml-Energy-J`` (non-streamed only: a stream's headers leave first).
+Content is never changed: only the ``usage`` object gains ``energy``, and
+every other byte of a stream is forwarded as it came. Anything else is passed
+through untouched; ``/metrics`` serves Prometheus and ``/greenml/...`` the
+settled figures.
+
+The figure in a response is provisional (the intervals the request has seen,
+shared by the work known then); the settled one is stored, served at
+``/greenml/requests/{id}`` and counted in ``/metrics``. No request waits for
+the meter: the proxy adds no settle latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import math
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from greenml.llm.carbon import HourlyIntensity
+from greenml.llm.engine_metrics import Unattributed, parse_engine_tokens
+from greenml.llm.inflight import (
+    CANCELLED,
+    COMPLETED,
+    ERROR,
+    UNAVAILABLE,
+    EnergySource,
+    Ledger,
+    Request,
+    Ticker,
+    uncertainty_j,
+)
+from greenml.llm.metrics import ProxyMetrics
+from greenml.llm.records import idle_row, request_row
+from greenml.llm.usage import estimate_prompt_tokens, generated_tokens, parse_json, read_usage
+
+if TYPE_CHECKING:
+    import httpx
+
+    from greenml.llm.records import RecordWriter
+
+log = logging.getLogger("greenml")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+MEASURED = frozenset({"/v1/chat/completions", "/v1/completions", "/v1/embeddings"})
+HOP_BY_HOP = frozenset({
+    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
+    b"trailer", b"transfer-encoding", b"upgrade", b"host", b"content-length",
+})  # fmt: skip
+ENERGY_HEADER = b"x-greenml-energy-j"
+JSON_TYPE = b"application/json"
+Headers = list[tuple[bytes, bytes]]
+SETTLED_KEPT = 10_000
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    """What ``greenml llm proxy`` was told.
+
+    Attributes:
+        upstream: The engine's base URL (``http://127.0.0.1:8000``).
+        energy_in_response: Add ``usage.energy`` and the header.
+        tenant_header: Header naming the tenant; default: a hash of the API key.
+        max_body_bytes: Larger request bodies get 413 before the engine.
+        sample_hz: Ticks (intervals) per second.
+        engine_metrics: The engine's Prometheus URL, to find traffic that bypassed the proxy.
+    """
+
+    upstream: str
+    energy_in_response: bool = True
+    tenant_header: str | None = None
+    max_body_bytes: int = 16 * 1024 * 1024
+    sample_hz: float = 10.0
+    engine_metrics: str | None = None
+    engine_metrics_every_s: float = 15.0
+
+
+class ProxyApp:
+    """The ASGI app; ``startup``/``shutdown`` run from the ASGI lifespan (or by hand)."""
+
+    def __init__(
+        self,
+        config: ProxyConfig,
+        source: EnergySource,
+        *,
+        writer: RecordWriter | None = None,
+        carbon: HourlyIntensity | None = None,
+    ) -> None:
+        self.config = config
+        self.source = source
+        self.writer = writer
+        self.carbon = carbon or HourlyIntensity(None, "carbon unknown: no location set")
+        self.metrics = ProxyMetrics()
+        self.unattributed = Unattributed()
+        self.settled: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.ledger = Ledger(source, on_settled=self._settled, on_idle=self._idle)
+        self.ticker = Ticker(self.ledger, 1.0 / config.sample_hz)
+        self.upstream = config.upstream.rstrip("/")
+        self._client: httpx.AsyncClient | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+        self.overheads_s: list[float] = []  # proxy-side time per measured request (last 100k)
+
+    # ------------------------------------------------------------------ life
+
+    async def startup(self) -> None:
+        import httpx
+
+        if self._started:
+            return
+        self._started = True
+        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
+        timeout = httpx.Timeout(connect=5.0, read=None, write=None, pool=None)
+        self._client = httpx.AsyncClient(limits=limits, timeout=timeout)
+        for name in ("accept-encoding", "user-agent", "accept"):
+            self._client.headers.pop(name, None)  # only what the caller sent goes upstream
+        self.ticker.start()
+        if self.config.engine_metrics:
+            self._tasks.append(asyncio.ensure_future(self._scrape_engine()))
+
+    async def shutdown(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        self.ticker.stop()
+        self.ledger.settle_all()
+        if self._client is not None:
+            await self._client.aclose()
+        if self.writer is not None:
+            self.writer.close()
+
+    # ----------------------------------------------------------------- sinks
+
+    def _settled(self, req: Request) -> None:
+        row = request_row(
+            req, self.ledger.wall_offset, self.source.uncertainty_rel, self.source.method,
+            self.carbon,
+        )  # fmt: skip
+        self.metrics.settled(req)
+        self.unattributed.seen_by_proxy(req.prompt_tokens, req.completion_tokens)
+        self.settled[req.id] = row
+        while len(self.settled) > SETTLED_KEPT:
+            self.settled.popitem(last=False)
+        if self.writer is not None:
+            self.writer.add(row)
+
+    def _idle(self, start_s: float, end_s: float, energy_j: float) -> None:
+        self.metrics.idle_energy(energy_j)
+        if self.writer is not None:
+            self.writer.add_idle(idle_row(start_s, end_s, energy_j, self.source.method))
+
+    # ------------------------------------------------------------------ ASGI
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            return
+        if not self._started:
+            await self.startup()
+        path = scope["path"]
+        if path == "/metrics" and scope["method"] == "GET":
+            self._refresh_gauges()
+            await _respond(send, 200, self.metrics.render(), b"text/plain; version=0.0.4")
+        elif path.startswith("/greenml/"):
+            await self._greenml(path, send)
+        elif path in MEASURED and scope["method"] == "POST":
+            await self._measured(scope, receive, send)
+        else:
+            await self._passthrough(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await self.startup()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _refresh_gauges(self) -> None:
+        self.metrics.in_flight.set(self.ledger.in_flight)
+        for kind, share in self.unattributed.shares().items():
+            if share is not None:
+                self.metrics.unattributed.labels(kind).set(share)
+
+    async def _greenml(self, path: str, send: Send) -> None:
+        if path == "/greenml/ledger":
+            t = self.ledger.totals
+            ratio = self.ledger.ratio.current()
+            doc: dict[str, Any] = {
+                "metered_j": t.metered_j, "attributed_j": t.attributed_j, "idle_j": t.idle_j,
+                "pending_j": t.pending_j, "in_flight": self.ledger.in_flight,
+                "unsettled_intervals": self.ledger.unsettled_intervals,
+                "method": self.source.method, "scope": self.source.scope,
+                "ratio": {"estimate": ratio.estimate, "spread": ratio.spread,
+                          "intervals": ratio.intervals, "source": ratio.source},
+                "unattributed_share": self.unattributed.shares(),
+                "carbon": self.carbon.description,
+            }  # fmt: skip
+            await _respond(send, 200, json.dumps(doc).encode())
+            return
+        prefix = "/greenml/requests/"
+        if path.startswith(prefix) and path[len(prefix) :] in self.settled:
+            await _respond(send, 200, json.dumps(self.settled[path[len(prefix) :]]).encode())
+            return
+        await _respond(send, 404, _error("not found (or not settled yet)", "not_found"))
+
+    # ------------------------------------------------------------ measured
+
+    async def _measured(self, scope: Scope, receive: Receive, send: Send) -> None:
+        t0 = time.perf_counter()
+        waited = 0.0
+        limit = self.config.max_body_bytes
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await _too_large(send, limit)
+            return
+        body = await _read_body(receive, limit)
+        if body is None:
+            await _too_large(send, limit)
+            return
+        doc = parse_json(body)
+        if not isinstance(doc, dict):  # the engine answers what it makes of it
+            await self._forward(scope, body, send)
+            return
+        stream = bool(doc.get("stream"))
+        client_wants_usage = True
+        if stream:
+            options = doc.get("stream_options")
+            client_wants_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+            if not client_wants_usage:
+                doc["stream_options"] = {**(options or {}), "include_usage": True}
+                body = json.dumps(doc).encode()
+        model = doc.get("model") if isinstance(doc.get("model"), str) else None
+        req = self.ledger.begin(
+            scope["path"], model, self._tenant(scope), stream, estimate_prompt_tokens(doc)
+        )
+        assert self._client is not None
+        request = self._client.build_request(
+            "POST", self.upstream + scope["path"] + _query(scope), content=body,
+            headers=_forward_headers(scope, identity=True),
+        )  # fmt: skip
+        w0 = time.perf_counter()
+        try:
+            upstream = await self._client.send(request, stream=True)
+        except Exception as exc:  # engine down: one line, the time counts as idle
+            self.ledger.discard(req)
+            self.metrics.upstream_errors.inc()
+            message = f"greenml proxy: engine at {self.upstream} unreachable ({type(exc).__name__})"
+            await _respond(send, 502, _error(message, "upstream_unavailable"))
+            return
+        waited += time.perf_counter() - w0
+        try:
+            ctype = upstream.headers.get("content-type", "")
+            if stream and upstream.status_code == 200 and "text/event-stream" in ctype:
+                waited += await self._stream(req, upstream, receive, send, client_wants_usage)
+            else:
+                w0 = time.perf_counter()
+                raw = await upstream.aread()
+                waited += time.perf_counter() - w0
+                await self._json(req, upstream, raw, send)
+        finally:
+            await upstream.aclose()
+        self._overhead(time.perf_counter() - t0 - waited)
+
+    def _overhead(self, seconds: float) -> None:
+        self.metrics.overhead.observe(seconds)
+        if len(self.overheads_s) < 100_000:
+            self.overheads_s.append(seconds)
+
+    async def _json(self, req: Request, upstream: httpx.Response, raw: bytes, send: Send) -> None:
+        doc = parse_json(raw) if upstream.status_code == 200 else None
+        headers = _response_headers(upstream, keep_length=False)
+        if not isinstance(doc, dict):  # not JSON (or an engine error): untouched, no figure
+            status = UNAVAILABLE if upstream.status_code == 200 else ERROR
+            self.ledger.finish(req, status)
+            headers.append((ENERGY_HEADER, b"unavailable"))
+            await _send_all(send, upstream.status_code, headers, raw)
+            return
+        usage = read_usage(doc)
+        if usage is not None:
+            req.prompt_tokens, req.completion_tokens = usage.prompt_tokens, usage.completion_tokens
+            req.token_source = "usage"
+        self.ledger.finish(req, COMPLETED)
+        if self.config.energy_in_response:
+            energy = self._energy(req)
+            if isinstance(doc.get("usage"), dict):
+                doc["usage"]["energy"] = energy
+            else:
+                doc["usage"] = {"energy": energy}
+            raw = json.dumps(doc, ensure_ascii=False).encode()
+            headers.append((ENERGY_HEADER, f"{energy['energy_j']:.6g}".encode()))
+        await _send_all(send, 200, headers, raw)
+
+    async def _stream(
+        self,
+        req: Request,
+        upstream: httpx.Response,
+        receive: Receive,
+        send: Send,
+        client_wants_usage: bool,
+    ) -> float:
+        """Forward an SSE stream event by event; returns the seconds spent waiting upstream."""
+        waited = [0.0]
+        await send({
+            "type": "http.response.start", "status": 200,
+            "headers": _response_headers(upstream, keep_length=False),
+        })  # fmt: skip
+
+        async def pump() -> None:
+            buffer = b""
+            chunks = upstream.aiter_raw()
+            while True:
+                w0 = time.perf_counter()
+                try:
+                    raw = await chunks.__anext__()
+                except StopAsyncIteration:
+                    waited[0] += time.perf_counter() - w0
+                    break
+                waited[0] += time.perf_counter() - w0
+                buffer += raw
+                out: list[bytes] = []
+                while True:
+                    cut = _event_end(buffer)
+                    if cut < 0:
+                        break
+                    event, buffer = buffer[:cut], buffer[cut:]
+                    forwarded = self._event(req, event, client_wants_usage)
+                    if forwarded:
+                        out.append(forwarded)
+                if out:
+                    await send({"type": "http.response.body", "body": b"".join(out),
+                                "more_body": True})  # fmt: skip
+            if buffer:
+                await send({"type": "http.response.body", "body": buffer, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        async def disconnected() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+
+        pumping = asyncio.ensure_future(pump())
+        watching = asyncio.ensure_future(disconnected())
+        await asyncio.wait({pumping, watching}, return_when=asyncio.FIRST_COMPLETED)
+        if pumping.done() and pumping.exception() is None:
+            watching.cancel()
+            self.ledger.finish(req, COMPLETED)  # no usage chunk: counted (finish says so)
+            return waited[0]
+        pumping.cancel()
+        watching.cancel()
+        self.ledger.finish(req, CANCELLED)  # the client left, or the engine broke off
+        return waited[0]
+
+    def _event(self, req: Request, event: bytes, client_wants_usage: bool) -> bytes | None:
+        """One SSE event: noted, and forwarded as it came unless it is the usage chunk."""
+        data = _event_data(event)
+        if data is None or data == b"[DONE]":
+            return event
+        doc = parse_json(data)
+        now = self.ledger.clock()
+        req.note_chunk(now, generated_tokens(doc))
+        usage = read_usage(doc)
+        if usage is None or not isinstance(doc, dict):
+            return event
+        req.prompt_tokens, req.completion_tokens = usage.prompt_tokens, usage.completion_tokens
+        req.token_source = "usage"
+        self.ledger.finish(req, COMPLETED)
+        if not client_wants_usage and not doc.get("choices"):
+            return None  # a chunk the client did not ask for
+        if not self.config.energy_in_response:
+            return event
+        doc["usage"]["energy"] = self._energy(req)
+        return b"data: " + json.dumps(doc, ensure_ascii=False).encode() + b"\n\n"
+
+    def _energy(self, req: Request) -> dict[str, Any]:
+        """The provisional ``usage.energy`` of a request that just ended."""
+        energy = req.response_j or 0.0
+        prefill = min(energy, req.response_prefill_j)
+        ratio = self.ledger.ratio.current()
+        tail = energy - req.provisional_j
+        spread_rel = ratio.spread / ratio.estimate if ratio.estimate else 1.0
+        unc = math.hypot(energy * self.source.uncertainty_rel, tail, prefill * spread_rel)
+        co2, _ = self.carbon.co2eq_g(energy, time.time())
+        return {
+            "energy_j": energy,
+            "uncertainty_j": unc,
+            "prefill_j": prefill,
+            "decode_j": energy - prefill,
+            "co2eq_g": co2,
+            "method": self.source.method,
+            "status": "provisional",
+            "request_id": req.id,
+        }
+
+    # --------------------------------------------------------- pass-through
+
+    async def _passthrough(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def body() -> AsyncIterator[bytes]:
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                yield message.get("body", b"")
+                more = message.get("more_body", False)
+
+        await self._forward(scope, body(), send)
+
+    async def _forward(self, scope: Scope, content: Any, send: Send) -> None:
+        assert self._client is not None
+        request = self._client.build_request(
+            scope["method"], self.upstream + scope["path"] + _query(scope), content=content,
+            headers=_forward_headers(scope, identity=False),
+        )  # fmt: skip
+        try:
+            upstream = await self._client.send(request, stream=True)
+        except Exception as exc:
+            self.metrics.upstream_errors.inc()
+            message = f"greenml proxy: engine at {self.upstream} unreachable ({type(exc).__name__})"
+            await _respond(send, 502, _error(message, "upstream_unavailable"))
+            return
+        try:
+            await send({
+                "type": "http.response.start", "status": upstream.status_code,
+                "headers": _response_headers(upstream, keep_length=True),
+            })  # fmt: skip
+            async for raw in upstream.aiter_raw():
+                await send({"type": "http.response.body", "body": raw, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            await upstream.aclose()
+
+    def _tenant(self, scope: Scope) -> str | None:
+        name = self.config.tenant_header
+        if name:
+            value = _header(scope, name.lower().encode())
+            return value[:128] if value else None
+        auth = _header(scope, b"authorization")
+        if not auth:
+            return None
+        key = auth.split(" ", 1)[-1].strip()
+        return "key:" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+    async def _scrape_engine(self) -> None:
+        assert self._client is not None and self.config.engine_metrics
+        while True:
+            try:
+                page = await self._client.get(self.config.engine_metrics)
+                tokens = parse_engine_tokens(page.text)
+                if tokens is not None:
+                    self.unattributed.scraped(tokens)
+            except Exception as exc:
+                log.warning("greenml: engine metrics at %s: %s", self.config.engine_metrics, exc)
+            await asyncio.sleep(self.config.engine_metrics_every_s)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _query(scope: Scope) -> str:
+    qs = scope.get("query_string", b"")
+    return "?" + qs.decode("latin-1") if qs else ""
+
+
+def _forward_headers(scope: Scope, *, identity: bool) -> list[tuple[bytes, bytes]]:
+    out = [(k, v) for k, v in scope.get("headers", ()) if k.lower() not in HOP_BY_HOP]
+    if identity:  # the proxy reads measured bodies: ask for them uncompressed
+        out = [(k, v) for k, v in out if k.lower() != b"accept-encoding"]
+        out.append((b"accept-encoding", b"identity"))
+    return out
+
+
+def _response_headers(upstream: httpx.Response, *, keep_length: bool) -> list[tuple[bytes, bytes]]:
+    return [
+        (k.lower(), v)
+        for k, v in upstream.headers.raw
+        if k.lower() not in HOP_BY_HOP or (keep_length and k.lower() == b"content-length")
+    ]
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The request body, or None once it passes ``limit`` bytes."""
+    parts: list[bytes] = []
+    size = 0
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
+        more = message.get("more_body", False)
+    return b"".join(parts)
+
+
+def _event_end(buffer: bytes) -> int:
+    """Index just past the first complete SSE event in ``buffer``, or -1."""
+    best = -1
+    for sep in (b"\n\n", b"\r\n\r\n"):
+        i = buffer.find(sep)
+        if i >= 0 and (best < 0 or i + len(sep) < best):
+            best = i + len(sep)
+    return best
+
+
+def _event_data(event: bytes) -> bytes | None:
+    lines = [line[5:].lstrip() for line in event.splitlines() if line.startswith(b"data:")]
+    return b"\n".join(lines) if lines else None
+
+
+def _error(message: str, kind: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": kind}}).encode()
+
+
+async def _too_large(send: Send, limit: int) -> None:
+    mb = limit / 1024 / 1024
+    await _respond(send, 413, _error(f"request body over {mb:g} MB (--max-body-mb)", "too_large"))
+
+
+async def _respond(send: Send, status: int, body: bytes, ctype: bytes = JSON_TYPE) -> None:
+    await _send_all(send, status, [(b"content-type", ctype)], body)
+
+
+async def _send_all(send: Send, status: int, headers: Headers, body: bytes) -> None:
+    headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+__all__ = ["ProxyApp", "ProxyConfig", "uncertainty_j"]
