@@ -90,7 +90,7 @@ class RatioEstimator:
             return RatioEstimate(self.prior, self.prior, n, PRIOR_SOURCE)
         theta = [sum(inv[i][j] * self._xy[j] for j in range(3)) for i in range(3)]
         a, b = theta[1], theta[2]
-        if not (b > 0 and a > 0):
+        if not (b * b > 0 and a > 0 and math.isfinite(a / b)):  # b*b underflows for a tiny b
             return RatioEstimate(self.prior, self.prior, n, PRIOR_SOURCE + "; fit not yet positive")
         # residual variance of the data rows
         fit = sum(theta[i] * self._xy[i] for i in range(3))
