@@ -44,6 +44,7 @@ from greenml.measure.measurement import (
     Sample,
 )
 from greenml.measure.sensors.base import Device, Sensor
+from greenml.measure.slow_counters import COUNTER_UPDATE_S, SlowCounters, edge_uncertainty_rel
 from greenml.measure.timeline import Usage, UsageTimeline
 from greenml.measure.window_energy import (
     Channel,
@@ -144,6 +145,18 @@ class Meter:
         ]
         self._components = list(dict.fromkeys(component for _, _, _, component, _ in self._plan))
         self._counter_sensors = [s for s in self._sensors if any(d.has_counter for d in s.devices)]
+        # Counters too slow to read at every window edge (NVML on some hosts: 4.7 ms a read)
+        # are read by the sampler; edges come from its readings (see slow_counters).
+        self._slow = SlowCounters.detect(self._counter_sensors, clock) if sample_hz > 0 else None
+        self._slow_keys = self._slow.keys() if self._slow is not None else set()
+        if self._slow is not None:
+            for sensor in self._slow.sensors:
+                cost_ms = self._slow.read_cost_s[id(sensor)] * 1e3
+                self.notes.append(
+                    f"{type(sensor).__name__}: an energy-counter read costs {cost_ms:.1f} ms "
+                    "here; the sampler reads it and window edges are taken from its readings "
+                    "(uncertainty widened by the counter's 100 ms update period)"
+                )
         self._usage_sensors = [s for s in self._sensors if any(d.usage for d in s.devices)]
         self._sampled_sensors = [s for s in self._sensors if any(_sampled(d) for d in s.devices)]
         self._sample_plan = [  # (sensor, has modelled devices, has devices read for power)
@@ -234,18 +247,17 @@ class Meter:
             if counted:  # the hot path: two counter reads
                 start_j, end_j = start_c.get(key), end_c.get(key)
                 if start_j is not None and end_j is not None:
-                    devices[key] = DeviceEnergy(
-                        end_j - start_j, device.method, device.uncertainty_rel, device.name
-                    )
+                    rel = device.uncertainty_rel
+                    if key in self._slow_keys:
+                        rel = edge_uncertainty_rel(rel, duration, self._period_s)
+                    devices[key] = DeviceEnergy(end_j - start_j, device.method, rel, device.name)
                     continue
             elif channel.usage is not None:
                 first, last = start_u.get(key), end_u.get(key)
                 if first is not None and last is not None:
                     devices[key] = usage_energy(channel, begin, first, end_mono, last)
                     continue
-            devices[key] = sampled_energy(
-                channel, begin, end_mono, duration, edges, self._period_s
-            )
+            devices[key] = sampled_energy(channel, begin, end_mono, duration, edges, self._period_s)
         started = datetime.fromtimestamp(begin.wall_s, tz=timezone.utc)
         components = {c: ComponentEnergy(devices) for c, devices in per_component.items()}
         return Measurement(name, started, duration, components)
@@ -256,6 +268,12 @@ class Meter:
         """Read every sensor once and append to the timelines."""
         mono = self._clock()
         wall = mono + self._wall_offset
+        if self._slow is not None:  # every tick, without the edges' lock: a read is slow
+            for sensor in self._slow.sensors:
+                try:
+                    self._slow.refresh(sensor, mono)
+                except Exception as exc:
+                    self._read_failed(sensor, "energy", exc)
         if self._counter_sensors and mono - self._counters_read_at >= 1.0:
             # Keeps the wrap-around tracking of slow counters (RAPL) current;
             # once a second is plenty: they wrap after minutes at the least.
@@ -412,7 +430,8 @@ class Meter:
         counters: dict[str, float] = {}
         with self._energy_lock:
             for sensor in self._counter_sensors:
-                counters.update(self._safe_read(sensor, sensor.read_energy_j, "energy"))
+                if self._slow is None or sensor not in self._slow.sensors:
+                    counters.update(self._safe_read(sensor, sensor.read_energy_j, "energy"))
         return counters
 
     def _read_edges(self) -> Edges:
@@ -420,10 +439,15 @@ class Meter:
         counters: dict[str, float] = {} if self._counter_sensors else _NONE
         usage: dict[str, Usage] = {} if self._usage_sensors else _NONE
         powers: dict[str, float] = {} if self._sampled_sensors else _NONE
+        slow = self._slow
         with self._energy_lock:
             for sensor in self._counter_sensors:
                 try:  # inline, not _safe_read: this runs at every window boundary
-                    counters.update(sensor.read_energy_j())
+                    if slow is not None and sensor in slow.sensors:
+                        horizon = max(COUNTER_UPDATE_S, self._period_s)
+                        counters.update(slow.edges(sensor, self._clock(), horizon))
+                    else:
+                        counters.update(sensor.read_energy_j())
                 except Exception as exc:
                     self._read_failed(sensor, "energy", exc)
             for sensor in self._usage_sensors:
