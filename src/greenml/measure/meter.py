@@ -147,14 +147,16 @@ class Meter:
         self._counter_sensors = [s for s in self._sensors if any(d.has_counter for d in s.devices)]
         # Counters too slow to read at every window edge (NVML on some hosts: 4.7 ms a read)
         # are read by the sampler; edges come from its readings (see slow_counters).
-        self._slow = SlowCounters.detect(self._counter_sensors, clock) if sample_hz > 0 else None
+        self._slow = SlowCounters.detect(self._counter_sensors, clock)
         self._slow_keys = self._slow.keys() if self._slow is not None else set()
         if self._slow is not None:
+            self._slow.start(clock)
             for sensor in self._slow.sensors:
                 cost_ms = self._slow.read_cost_s[id(sensor)] * 1e3
                 self.notes.append(
                     f"{type(sensor).__name__}: an energy-counter read costs {cost_ms:.1f} ms "
-                    "here; the sampler reads it and window edges are taken from its readings "
+                    "here; a reader thread reads it every 100 ms and window edges are taken "
+                    "from its readings "
                     "(uncertainty widened by the counter's 100 ms update period)"
                 )
         self._usage_sensors = [s for s in self._sensors if any(d.usage for d in s.devices)]
@@ -249,7 +251,7 @@ class Meter:
                 if start_j is not None and end_j is not None:
                     rel = device.uncertainty_rel
                     if key in self._slow_keys:
-                        rel = edge_uncertainty_rel(rel, duration, self._period_s)
+                        rel = edge_uncertainty_rel(rel, duration)
                     devices[key] = DeviceEnergy(end_j - start_j, device.method, rel, device.name)
                     continue
             elif channel.usage is not None:
@@ -268,12 +270,6 @@ class Meter:
         """Read every sensor once and append to the timelines."""
         mono = self._clock()
         wall = mono + self._wall_offset
-        if self._slow is not None:  # every tick, without the edges' lock: a read is slow
-            for sensor in self._slow.sensors:
-                try:
-                    self._slow.refresh(sensor, mono)
-                except Exception as exc:
-                    self._read_failed(sensor, "energy", exc)
         if self._counter_sensors and mono - self._counters_read_at >= 1.0:
             # Keeps the wrap-around tracking of slow counters (RAPL) current;
             # once a second is plenty: they wrap after minutes at the least.
@@ -444,8 +440,7 @@ class Meter:
             for sensor in self._counter_sensors:
                 try:  # inline, not _safe_read: this runs at every window boundary
                     if slow is not None and sensor in slow.sensors:
-                        horizon = max(COUNTER_UPDATE_S, self._period_s)
-                        counters.update(slow.edges(sensor, self._clock(), horizon))
+                        counters.update(slow.edges(sensor, self._clock(), 2 * COUNTER_UPDATE_S))
                     else:
                         counters.update(sensor.read_energy_j())
                 except Exception as exc:
@@ -494,6 +489,8 @@ class Meter:
 
     def close(self) -> None:
         """Stop the sampler and release the sensors."""
+        if self._slow is not None:
+            self._slow.stop()
         self._stop.ring()
         if self._thread is not None:
             self._thread.join(timeout=5)

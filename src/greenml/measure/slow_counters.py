@@ -6,17 +6,20 @@ itself only moves every ~100 ms. A window edge that read it synchronously cost a
 training loop 34 % of a 20 ms step, and bought no precision: the value read is up to
 one update period old anyway.
 
-So a counter whose read costs more than :data:`SLOW_READ_S` is read by the sampler
-thread at every tick, and a window edge takes the newest reading extended to the
-edge's time at the rate of the last two readings (no device call on the caller's
-thread). Edges stay one value each and never go backwards, so consecutive windows
+So a counter whose read costs more than :data:`SLOW_READ_S` is read by a thread of
+its own once per counter update (:data:`COUNTER_UPDATE_S`), and a window edge takes
+the newest reading extended to the edge's time at the rate of the last two readings
+(no device call on the caller's thread; the driver call releases the GIL). Edges
+stay one value each and never go backwards, so consecutive windows
 still add up to the counter over their span and no window is negative. What this
 costs in accuracy is stated per window by :func:`edge_uncertainty_rel`.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -30,6 +33,8 @@ COUNTER_UPDATE_S = 0.1
 
 _Reading = tuple[float, float]  # (monotonic time, joules)
 
+log = logging.getLogger(__name__)
+
 
 class SlowCounters:
     """The slow counter sensors of a Meter, their newest readings, and edges from them."""
@@ -39,6 +44,32 @@ class SlowCounters:
         self.read_cost_s = read_cost_s
         self._last: dict[str, tuple[_Reading, _Reading | None]] = {}
         self._edges: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.failures: list[str] = []
+
+    def start(self, clock: Callable[[], float]) -> None:
+        """Read every slow counter once per counter update, in a daemon thread."""
+
+        def loop() -> None:
+            while not self._stop.wait(COUNTER_UPDATE_S):
+                for sensor in self.sensors:
+                    try:
+                        self.refresh(sensor, clock())
+                    except Exception as exc:  # never dies loudly; the gap shows as a stale edge
+                        if not self.failures:
+                            log.warning("greenml: slow counter read failed: %s", exc)
+                        self.failures.append(repr(exc))
+
+        self._thread = threading.Thread(target=loop, name="greenml-slow-counters", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the reading thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+            self._thread = None
 
     @classmethod
     def detect(
@@ -103,16 +134,15 @@ class SlowCounters:
         return out
 
 
-def edge_uncertainty_rel(device_rel: float, duration_s: float, sample_period_s: float) -> float:
+def edge_uncertainty_rel(device_rel: float, duration_s: float) -> float:
     """A window's relative uncertainty when its edges come from sampled counter readings.
 
-    Each edge may be off by the energy of up to one counter update or sampler period
-    (whichever is longer); relative to the window, two such edges add in quadrature to
-    the device's own band. A window shorter than the counter's update period gets an
-    uncertainty above 100 %: it is below what the counter resolves.
+    Each edge may be off by the energy of up to one counter update; relative to the
+    window, two such edges add in quadrature to the device's own band. A window
+    shorter than the counter's update period gets an uncertainty above 100 %: it is
+    below what the counter resolves.
     """
     if duration_s <= 0:
         return math.inf
-    step = max(COUNTER_UPDATE_S, sample_period_s if math.isfinite(sample_period_s) else 0.0)
-    edge = math.sqrt(2.0) * step / duration_s
+    edge = math.sqrt(2.0) * COUNTER_UPDATE_S / duration_s
     return math.hypot(device_rel, edge)
