@@ -122,3 +122,17 @@ def test_a_fast_counter_is_still_read_at_the_edge() -> None:
     assert sensor.reads - before >= 2
     assert w.measurement is not None
     assert w.measurement.components["gpu"].devices["gpu0"].uncertainty_rel == 0.05
+
+
+def test_exact_edges_read_the_counter_at_the_edge_whatever_it_costs() -> None:
+    sensor = SlowCounterGpu(read_s=0.002)
+    meter = Meter(sensors=[sensor], cpu=False, sample_hz=0, exact_edges=True)
+    try:
+        before = sensor.reads
+        with meter.window("w", sync_execution=False) as w:
+            time.sleep(0.01)
+    finally:
+        meter.close()
+    assert sensor.reads - before == 2
+    assert w.measurement is not None
+    assert w.measurement.components["gpu"].devices["gpu0"].uncertainty_rel == 0.05
