@@ -116,7 +116,7 @@ def test_a_long_on_demand_job_fails_spot_with_the_discount_at_stake() -> None:
 
 
 def test_audit_energy_at_stake_carries_its_uncertainty() -> None:
-    from greenml.advise.audit_report import _stake
+    from greenml.report.audit import _stake
 
     run = record(3.6e6, rel=0.05, gpu_j=2.0e6, ci_g_per_kwh=400.0, usd_per_kwh=0.2)
     run["environment"] = CLEAN_ENV

@@ -45,9 +45,12 @@ def run_settings(
     from greenml.run.preflight import check_tdp_env
 
     check_tdp_env(os.environ)
-    given = {"run.pue": pue, "run.price": price, "store.db": db, "run.sample_hz": sample_hz,
+    no_sampler = isinstance(sample_hz, (int, float)) and not isinstance(sample_hz, bool) \
+        and sample_hz == 0  # Run(sample_hz=0): windows only, as Meter(sample_hz=0)
+    given = {"run.pue": pue, "run.price": price, "store.db": db,
+             "run.sample_hz": None if no_sampler else sample_hz,
              "run.log_to": None if log_to is None else list(log_to)}  # fmt: skip
     out: dict[str, Any] = {name: setting(name, value) for name, value in given.items()}
-    hz = out["run.sample_hz"]
+    hz = 0.0 if no_sampler else out["run.sample_hz"]
     return (out["run.pue"], out["run.price"], out["store.db"], 1.0 if hz is None else float(hz),
             list(out["run.log_to"] or []))  # fmt: skip
