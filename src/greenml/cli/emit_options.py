@@ -117,6 +117,9 @@ def write_emit(
         )  # fmt: skip
         if len(planned) > 1:
             extra = f" ({len(planned)} pieces: submit with bash {opts['output']})"
+    from greenml.store.protected_files import refuse_overwrite
+
+    refuse_overwrite(Path(opts["output"]), "-o")
     Path(opts["output"]).write_text(text, encoding="utf-8")
     render.console(stderr=True).print(
         f"wrote the {opts['emit']} task to {opts['output']}{extra}", highlight=False, markup=False

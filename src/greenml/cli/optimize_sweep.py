@@ -170,6 +170,9 @@ def sweep(
     )
     data = result.to_dict(etas)
     if json_out is not None:
+        from greenml.store.protected_files import refuse_overwrite
+
+        refuse_overwrite(json_out, "--json-out")
         json_out.write_text(json_text(data, ensure_ascii=False, indent=2) + "\n")
     if as_json:
         print(json_text(data, ensure_ascii=False, indent=2))

@@ -131,6 +131,15 @@ def json_option(help: str = "Print the result as JSON on stdout.") -> Callable[[
     return click.option("--json", "as_json", is_flag=True, help=help)
 
 
+def _writable_output(ctx: click.Context, param: click.Parameter, value: Path | None) -> Any:
+    """Refuse an output file that is a run store, its SQLite side files or a ledger."""
+    if value is not None:
+        from greenml.store.protected_files import refuse_overwrite
+
+        refuse_overwrite(value, param.opts[-1] if param.opts else "output")
+    return value
+
+
 def json_out_option(help: str = "Also write the result as JSON to FILE.") -> Callable[[F], F]:
     """``--json-out FILE``: the JSON document written to a file (parameter ``json_out``)."""
     return click.option(
@@ -139,6 +148,7 @@ def json_out_option(help: str = "Also write the result as JSON to FILE.") -> Cal
         type=click.Path(dir_okay=False, path_type=Path),
         metavar="FILE",
         help=help,
+        callback=_writable_output,
     )
 
 
@@ -150,6 +160,7 @@ def output_option(help: str = "File (default: stdout).") -> Callable[[F], F]:
         type=click.Path(dir_okay=False, path_type=Path),
         metavar="FILE",
         help=help,
+        callback=_writable_output,
     )
 
 

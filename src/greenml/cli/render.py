@@ -287,6 +287,9 @@ def write_output(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
+    from greenml.store.protected_files import refuse_overwrite
+
+    refuse_overwrite(output, "-o")
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:

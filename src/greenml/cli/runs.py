@@ -192,7 +192,7 @@ def export(
     with open_ingested(db_url) as store:
         record = store.get_record(run_id)
         samples = store.samples(record["id"]) if fmt == "csv" else []
-    handle = output.open("w", newline="") if output else sys.stdout
+    handle = _open_output(output)
     try:
         if fmt == "json":
             handle.write(record_to_json(record) + "\n")
@@ -201,6 +201,16 @@ def export(
     finally:
         if output:
             handle.close()
+
+
+def _open_output(output: Path | None) -> Any:
+    """``output`` opened for writing (never a store or ledger), or stdout."""
+    if output is None:
+        return sys.stdout
+    from greenml.store.protected_files import refuse_overwrite
+
+    refuse_overwrite(output, "-o")
+    return output.open("w", newline="")
 
 
 def _export_table(
@@ -221,12 +231,16 @@ def _export_table(
             import pandas as pd
         except ImportError as exc:
             raise MissingExtra("--format parquet", "tables", exc) from None
+        from greenml.store.protected_files import refuse_overwrite
+
+        assert output is not None  # checked above: parquet needs -o
+        refuse_overwrite(output, "-o")
         try:
             pd.DataFrame(rows, columns=columns(rows)).to_parquet(output, index=False)
         except ImportError as exc:
             raise MissingExtra("--format parquet", "tables", exc) from None
         return
-    handle = output.open("w", newline="") if output else sys.stdout
+    handle = _open_output(output)
     try:
         if fmt == "csv":
             rows_to_csv(rows, handle)

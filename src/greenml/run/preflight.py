@@ -91,6 +91,9 @@ def check_output_file(path: Path, option: str, *, not_same_as: Path | None = Non
     """
     if not_same_as is not None and _same_file(path, not_same_as):
         raise ConfigError(f"{option} {path} is the run store itself: writing it would destroy it")
+    from greenml.store.protected_files import refuse_overwrite
+
+    refuse_overwrite(path, option)
     if path.is_dir():
         raise ConfigError(f"{option} {path} is a folder")
     if not path.parent.is_dir():
