@@ -52,7 +52,34 @@ def build(
     for item in options:
         key, value = _pair(item, "option")
         text_options.setdefault(key, []).append(value)
+    served_options(kind, text_options)
     return build_report(kind, RunSet(records, store), text_options)
+
+
+MAX_OPTION_CHARS = 200
+
+
+def served_options(kind: str, text_options: dict[str, list[str]]) -> None:
+    """Refuse the options a server must not take: any that names a file, any overlong value.
+
+    The server builds reports from its database alone: an option typed as a path (the
+    label report's ``reference``) would make it open files of the server's machine on a
+    caller's word, so it is refused by its type, not by its name.
+
+    Raises:
+        ConfigError: An option typed as a path, or a value over 200 characters.
+    """
+    import inspect
+
+    from greenml.report.kinds import load_kind
+
+    params = inspect.signature(load_kind(kind)).parameters
+    for name, values in text_options.items():
+        param = params.get(name)
+        if param is not None and "Path" in str(param.annotation):
+            raise ConfigError(f"option {name} names a file: a server reads no files; not taken")
+        if any(len(v) > MAX_OPTION_CHARS for v in values):
+            raise ConfigError(f"option {name} is longer than {MAX_OPTION_CHARS} characters")
 
 
 def render(report: Report, fmt: str) -> tuple[str, str]:
