@@ -41,6 +41,7 @@ def test_a_full_disk_keeps_the_run_in_the_temp_spool_and_stores_it_later(
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = {**os.environ, "XDG_DATA_HOME": str(full_data_dir), "TMPDIR": str(temp)}
+    env.pop("XDG_RUNTIME_DIR", None)  # no session runtime folder: the fallback is in TMPDIR
     for name in ("GREENML_DB", "GREENML_SPOOL_DIR", "GREENML_LEDGER"):
         env.pop(name, None)
     done = subprocess.run([PY, "-m", "greenml", "run", "-q", "--sample-hz", "20", "--name", "full",

@@ -167,6 +167,7 @@ def test_an_unwritable_spool_falls_back_to_the_temp_dir_loudly_and_leaves_no_par
     blocked = tmp_path / "a-file"
     blocked.write_text("")
     monkeypatch.setenv("GREENML_SPOOL_DIR", str(blocked / "spool"))  # cannot be a folder
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)  # no runtime folder: the temp dir
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     path = write_spool(payload(tmp_path / "runs.db"))
@@ -198,3 +199,69 @@ def test_greenml_run_is_visible_right_after_it_returns(tmp_path: Path) -> None:
     record = json.loads(shown.stdout)
     assert record["environment"]["python"]["version"]
     assert record["measured_devices"]
+
+
+def _planted_spool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The temp-dir fallback made first by another user (uid 4242), mode 0777."""
+    import tempfile
+
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    planted = tmp_path / "tmp" / f"greenml-spool-{os.getuid()}"
+    planted.mkdir(parents=True)
+    os.chmod(planted, 0o777)
+    if os.getuid() == 0:
+        os.chown(planted, 4242, 4242)
+    return planted
+
+
+def test_a_spool_folder_planted_by_another_user_is_never_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "runs.db"
+    planted = _planted_spool(tmp_path, monkeypatch)
+    forged = payload(db, run_id="f0f0f0f0f0f0")
+    forged["run"] = {**forged["run"], "command": ["rm", "-rf", "/"]}  # type: ignore[dict-item]
+    (planted / "f0f0f0f0f0f0.json").write_text(json.dumps(forged))
+    with open_store(str(db)) as store:
+        assert ingest_pending(store, str(db)) == 0
+        assert store.list_runs() == []
+
+
+def test_a_spool_file_of_another_user_in_our_spool_is_not_read(
+    tmp_path: Path, spool: Path
+) -> None:
+    if os.getuid() != 0:
+        pytest.skip("making a file of another user needs root (the CI runs as root)")
+    db = tmp_path / "runs.db"
+    path = write_spool(payload(db))
+    os.chown(path, 4242, 4242)
+    with open_store(str(db)) as store:
+        assert ingest_pending(store, str(db)) == 0
+
+
+def test_a_planted_fallback_is_not_written_to_either(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from greenml.errors import StoreError
+
+    planted = _planted_spool(tmp_path, monkeypatch)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("GREENML_SPOOL_DIR", str(blocked / "spool"))
+    with pytest.raises(StoreError, match=r"not to you|open to other users"):
+        write_spool(payload(tmp_path / "runs.db"))
+    assert list(planted.iterdir()) == []
+
+
+def test_the_fallback_lives_in_the_session_runtime_folder_when_there_is_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = tmp_path / "run-user"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("GREENML_SPOOL_DIR", str(blocked / "spool"))
+    path = write_spool(payload(tmp_path / "runs.db"))
+    assert path.parent == runtime / "greenml-spool"

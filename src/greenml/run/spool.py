@@ -40,7 +40,13 @@ from typing import TYPE_CHECKING, Any
 
 from greenml.errors import GreenmlError, StoreError
 from greenml.run.spool_paths import SPOOL_ENV as SPOOL_ENV  # re-exported: tests and users set it
-from greenml.run.spool_paths import private_folder, public_url, spool_dir
+from greenml.run.spool_paths import (
+    owned_file,
+    private_folder,
+    public_url,
+    spool_dir,
+    untrusted_folder,
+)
 from greenml.store.url import resolve_url
 
 if TYPE_CHECKING:
@@ -54,7 +60,16 @@ log = logging.getLogger("greenml")
 
 
 def fallback_spool_dir() -> Path:
-    """A private spool in the temp dir, for when the usual one cannot be written."""
+    """A private spool for when the usual one cannot be written.
+
+    ``$XDG_RUNTIME_DIR/greenml-spool`` where the session has a runtime folder (made by
+    the system, this user's own, mode 0700: no one else can make it first); else
+    ``greenml-spool-<uid>`` in the temp dir, used only while it is this user's and mode
+    0700 (:func:`~greenml.run.spool_paths.untrusted_folder`).
+    """
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and untrusted_folder(Path(runtime), exact_private=True) is None:
+        return Path(runtime) / "greenml-spool"
     return Path(tempfile.gettempdir()) / f"greenml-spool-{os.getuid()}"
 
 
@@ -150,11 +165,25 @@ def has_pending(db_url: str) -> bool:
 
 def _pending(target: str) -> list[Path]:
     found = []
-    for folder in spool_dirs():
-        if folder.is_dir():
-            found += [p for p in sorted(folder.iterdir())
-                      if _is_spool_file(p) and _target_of(p) == target]  # fmt: skip
+    for number, folder in enumerate(spool_dirs()):
+        if not folder.is_dir():
+            continue
+        why = untrusted_folder(folder, exact_private=number > 0)
+        if why is not None:
+            _warn_untrusted(why)
+            continue
+        found += [p for p in sorted(folder.iterdir())
+                  if _is_spool_file(p) and _target_of(p) == target]  # fmt: skip
     return found
+
+
+_warned_untrusted: set[str] = set()
+
+
+def _warn_untrusted(why: str) -> None:
+    if why not in _warned_untrusted:
+        _warned_untrusted.add(why)
+        log.warning("greenml: spool not read: %s", why)
 
 
 @contextlib.contextmanager
@@ -237,7 +266,9 @@ def _store_answers(store: Store) -> bool:
 
 
 def _is_spool_file(path: Path) -> bool:
-    return path.is_file() and (path.name.endswith(".json") or path.name.endswith(_CLAIM))
+    """A spool file of this user's: a planted file of another user's is never read."""
+    named = path.name.endswith(".json") or path.name.endswith(_CLAIM)
+    return named and owned_file(path)
 
 
 def _target_of(path: Path) -> str | None:

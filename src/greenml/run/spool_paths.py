@@ -33,7 +33,49 @@ def public_url(url: str) -> str:
 
 
 def private_folder(folder: Path) -> None:
-    """Create ``folder`` (and its parents) for this user only (0700)."""
+    """Create ``folder`` (and its parents) for this user only (0700).
+
+    Raises:
+        PermissionError: ``folder`` exists but is not this user's own, or is a link:
+            another local user may have made it to plant runs (never chmod it).
+    """
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    why = untrusted_folder(folder, exact_private=False)
+    if why is not None:
+        raise PermissionError(1, why)
     with contextlib.suppress(OSError):
         os.chmod(folder, 0o700)
+
+
+def untrusted_folder(folder: Path, *, exact_private: bool) -> str | None:
+    """Why ``folder`` cannot be trusted to hold this user's runs, or ``None`` if it can.
+
+    A folder is trusted when it is a real folder (not a link), owned by this user, and
+    writable by no one else (``exact_private``: mode exactly 0700, for a folder in a
+    shared temp dir that anyone could have made first).
+    """
+    try:
+        info = folder.lstat()
+    except OSError as exc:
+        return f"{folder}: {exc.strerror or exc}"
+    import stat
+
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{folder} is not a folder (a link?)"
+    if info.st_uid != os.getuid():
+        return f"{folder} belongs to uid {info.st_uid}, not to you"
+    mode = stat.S_IMODE(info.st_mode)
+    if (exact_private and mode & 0o077) or mode & 0o022:
+        return f"{folder} is open to other users (mode {mode:o})"
+    return None
+
+
+def owned_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file (not a link) owned by this user."""
+    import stat
+
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()
