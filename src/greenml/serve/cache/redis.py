@@ -146,7 +146,8 @@ class RedisBackend:
         where = client.connection_pool.connection_kwargs
         self.breaker = Breaker(
             f"Redis at {where.get('host', '?')}:{where.get('port', '?')}",
-            (redis.ConnectionError, redis.TimeoutError),
+            # Any Redis error: a full server, a port that is not Redis, a refused script.
+            (redis.RedisError,),
             backoff_s=backoff_s,
             max_backoff_s=max_backoff_s,
             clock=clock,
