@@ -310,3 +310,11 @@ def test_pynvml_is_imported_lazily() -> None:
     code = "import sys, greenml.measure.sensors.nvml; print('pynvml' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_an_h100_measured_without_its_counter_says_the_measured_band() -> None:
+    from greenml.measure.sensors.nvml import BURSTY_POWER_UNCERTAINTY_REL, integrated_band
+
+    assert integrated_band("NVIDIA H100 80GB HBM3") == BURSTY_POWER_UNCERTAINTY_REL == 0.12
+    assert integrated_band("NVIDIA GH200 480GB") == 0.12
+    assert integrated_band("Tesla P100-PCIE-16GB") == 0.05  # no measurement of its own here

@@ -33,6 +33,13 @@ log = logging.getLogger(__name__)
 # (nvmlDeviceGetPowerUsage); the energy counter accumulates the same sensor, so
 # both methods carry that figure.
 NVML_UNCERTAINTY_REL = 0.05
+# Power *integrated* on A100/H100-class GPUs misses bursts: their power reading covers
+# about a quarter of the runtime (Yang, Adamek and Armour, SC'24), and on an H100 the
+# 10 Hz integral of a bursty load was 10-12 % off the counter for 1 s windows (up to
+# 22 %), 0.6-2 % for 10 s (docs/validation.md, benchmarks/gpu/meter_vs_counter.py,
+# 2026-11-28). A GPU of those families measured without its counter says ±12 %.
+BURSTY_POWER_FAMILIES = ("A100", "A800", "H100", "H800", "H200", "GH200", "B200", "GB200")
+BURSTY_POWER_UNCERTAINTY_REL = 0.12
 NO_COUNTER_NOTE = "no energy counter on this GPU; power sampled and integrated"
 MIG_NOTE = "MIG enabled: energy is for the whole physical GPU, shared by all its instances"
 MIG_ENTRY_MESSAGE = (
@@ -165,12 +172,13 @@ class NvmlSensor(Sensor):
         mig = self._probe(nvml.nvmlDeviceGetMigMode, handle)
         if mig is not None and mig[0] == 1:
             notes.append(MIG_NOTE)
+        name = _text(nvml.nvmlDeviceGetName(handle))
         device = Device(
             key=key,
             component="gpu",
-            name=_text(nvml.nvmlDeviceGetName(handle)),
+            name=name,
             method=COUNTER if base_mj is not None else POWER_INTEGRATED,
-            uncertainty_rel=NVML_UNCERTAINTY_REL,
+            uncertainty_rel=NVML_UNCERTAINTY_REL if base_mj is not None else integrated_band(name),
             note="; ".join(notes),
         )
         base = None if base_mj is None else int(base_mj)
@@ -422,3 +430,11 @@ def _gpu_info(nvml: Any, index: int) -> dict[str, Any]:
         "memory_total_bytes": int(nvml.nvmlDeviceGetMemoryInfo(handle).total),
         "power_limit_w": limit_w,
     }
+
+
+def integrated_band(name: str) -> float:
+    """The relative uncertainty of power integrated on GPU ``name`` (no counter read)."""
+    upper = name.upper()
+    if any(family in upper for family in BURSTY_POWER_FAMILIES):
+        return BURSTY_POWER_UNCERTAINTY_REL
+    return NVML_UNCERTAINTY_REL
