@@ -60,3 +60,44 @@ def test_a_full_disk_keeps_the_run_in_the_temp_spool_and_stores_it_later(
     rows = [line for line in listed.stdout.splitlines() if '"full"' in line]
     assert len(rows) == 1 and '"completed"' in rows[0]
     assert not any(p.suffix == ".json" for p in fallback.glob("*"))
+
+
+def test_disk_nearly_full_keeps_the_spooled_run_and_stores_it_after_space_is_freed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29 item 5: the store opens, the write fails: an outage, never bad data."""
+    from greenml.run.spool import QUARANTINE, ingest_pending, write_spool
+    from greenml.store import open_store
+    from tests.run.test_spool import payload
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
+                          capture_output=True, text=True)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
+    spool = tmp_path / "spool"
+    monkeypatch.setenv("GREENML_SPOOL_DIR", str(spool))
+    db = mount / "runs.db"
+    try:
+        with open_store(str(db)):
+            pass  # the store exists and opens
+        big = payload(db)
+        big["samples"] = [["cpu0", "cpu", 1.7e9 + i, 10.0, {"utilization": 0.5}]
+                          for i in range(300)]  # fmt: skip
+        write_spool(big)
+        with open_store(str(db)) as store:  # opened, then the disk fills up
+            store.list_runs()
+            with contextlib.suppress(OSError), (mount / "filler").open("wb") as handle:
+                while True:
+                    handle.write(b"\0" * 4096)
+            with contextlib.suppress(Exception):
+                ingest_pending(store, str(db))
+        assert [p.name for p in spool.glob("*.json")] == ["abcdef012345.json"]
+        assert not (spool / QUARANTINE).exists() or not any((spool / QUARANTINE).iterdir())
+        (mount / "filler").unlink()
+        with open_store(str(db)) as store:
+            assert ingest_pending(store, str(db)) == 1
+            assert store.get_record("abcdef012345")["status"] == "completed"
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -225,7 +225,7 @@ def ingest_claimed(store: Store, claimed: Path) -> bool:
         payload = json.loads(claimed.read_text(encoding="utf-8"))
         ingest(store, payload)
     except Exception as exc:
-        if _store_answers(store):
+        if not _environmental(exc) and _store_answers(store):
             quarantine(claimed, exc)
             return False
         _release(claimed)
@@ -254,6 +254,31 @@ def ingest(store: Store, payload: dict[str, Any]) -> str:
     finished = FinishedRun.from_dict(payload)
     persist_run(store, finished)  # never raises after the run is stored: the ledger only warns
     return finished.run_id
+
+
+_OUTAGE_WORDS = ("disk is full", "no space left", "disk i/o", "readonly", "read-only",
+                 "database is locked", "out of memory", "could not extend")  # fmt: skip
+
+
+def _environmental(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is the machine's fault, not the file's.
+
+    A full disk, an I/O error, a read-only or locked database: the store answers
+    reads, yet the write fails. Such a run is given back to wait, never quarantined
+    as bad data.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError):
+            return True
+        if type(current).__name__ == "OperationalError":  # sqlalchemy / sqlite3 / psycopg
+            return True
+        if any(word in str(current).lower() for word in _OUTAGE_WORDS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _store_answers(store: Store) -> bool:
