@@ -2,7 +2,8 @@
 
 Each problem names the entry (seq and run id, or the line) and what is wrong.
 The chain alone cannot show entries cut from the end, or a tail rewritten
-from some entry on with fresh hashes: signatures, a signed statement
+from some entry on with fresh hashes: the head the store keeps
+(:mod:`greenml.ledger.anchor`), signatures, a signed statement
 (:mod:`greenml.ledger.statement`) held by someone else, and the store check
 cover those.
 """
@@ -122,6 +123,7 @@ def verify(
         _check_signatures(result, public_key)
     if store is not None:
         _check_store(result, store)
+        _check_anchor(result, by_seq, store)
     problems.sort(key=lambda p: (p.seq is None, p.seq or 0, p.line or 0))
     return result
 
@@ -270,6 +272,30 @@ def _check_store(result: VerifyResult, store: Store) -> None:
             result.problems.append(Problem("removed", detail, run_id=row["id"]))
         else:
             result.unledgered.append(row["id"])
+
+
+def _check_anchor(result: VerifyResult, by_seq: dict[int, Entry], store: Store) -> None:
+    """The newest entry the store saw appended to this chain must still be in it."""
+    first = by_seq.get(1)
+    if first is None:
+        return  # the first entries are gone: named as removed already
+    from greenml.ledger.anchor import read_head  # SQLAlchemy: only when a store is checked
+
+    anchor = read_head(store, first.entry_hash)
+    if anchor is None:
+        return  # a store from before anchors, or one that never saw this chain appended to
+    top = max(by_seq)
+    kept = by_seq.get(anchor.seq)
+    if anchor.seq > top:
+        span = f"seq {top + 1}" if anchor.seq == top + 1 else f"seq {top + 1} to {anchor.seq}"
+        detail = (f"{span} missing from the end: the store saw seq {anchor.seq} (entry_hash "
+                  f"{anchor.entry_hash[:12]}…) appended; the ledger ends at seq {top}")  # fmt: skip
+        result.problems.append(Problem("removed", detail, top + 1))
+    elif kept is not None and kept.entry_hash != anchor.entry_hash:
+        detail = (f"not the entry the store recorded when it was appended (entry_hash "
+                  f"{anchor.entry_hash[:12]}… then, {kept.entry_hash[:12]}… now): "
+                  "it was replaced")  # fmt: skip
+        result.problems.append(Problem("modified", detail, kept.seq, kept.run_id))
 
 
 def _timeline_problem(store: Store, e: Entry) -> Problem | None:

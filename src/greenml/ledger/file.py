@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -69,9 +69,18 @@ def append(
 
 
 def append_hash(
-    path: Path, run_id: str, record_hash: str, private_key: Ed25519PrivateKey | None = None
+    path: Path,
+    run_id: str,
+    record_hash: str,
+    private_key: Ed25519PrivateKey | None = None,
+    on_appended: Callable[[Entry, str | None], None] | None = None,
 ) -> Entry:
-    """Append an entry for a record hash (see :func:`append`)."""
+    """Append an entry for a record hash (see :func:`append`).
+
+    ``on_appended(entry, first_hash)`` runs once the line is on disk, still under the
+    lock (so a reader sees the line only after it ran); ``first_hash`` is the
+    ``entry_hash`` of the ledger's seq 1 (``None``: its first line is not one).
+    """
     created = not path.exists()
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -96,6 +105,9 @@ def append_hash(
         entry = Entry(**fields, entry_hash=entry_hash, signature=signature, key_id=key_id)
         _write_all(fd, (("" if whole else "\n") + entry.to_line()).encode("utf-8"))
         os.fsync(fd)
+        if on_appended is not None:
+            first = entry if entry.seq == 1 else _first_entry(fd)
+            on_appended(entry, first.entry_hash if first and first.seq == 1 else None)
     except OSError as exc:
         raise LedgerError(f"cannot append to the ledger {path}: {exc.strerror or exc}") from exc
     finally:
@@ -153,6 +165,20 @@ def _last_entry(fd: int) -> tuple[Entry | None, bool]:
         with contextlib.suppress(LedgerError, UnicodeDecodeError):
             return parse_line(raw.decode("utf-8"))[0], whole
     return None, whole
+
+
+def _first_entry(fd: int) -> Entry | None:
+    """The entry on the file's first line (``None``: it is not one)."""
+    data, pos = b"", 0
+    while b"\n" not in data:
+        block = os.pread(fd, _BLOCK, pos)
+        if not block:
+            break
+        data, pos = data + block, pos + len(block)
+    try:
+        return parse_line(data.split(b"\n", 1)[0].decode("utf-8"))[0]
+    except (LedgerError, UnicodeDecodeError):
+        return None
 
 
 def _lines_backwards(fd: int, size: int) -> Iterator[bytes]:

@@ -8,7 +8,7 @@ that cannot be written costs the run nothing: a warning, once per process, says 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from greenml.ledger.canonical import record_sha256
@@ -25,19 +25,23 @@ log = logging.getLogger("greenml")
 _warned: set[str] = set()
 
 
-def append_run(store_url: str | None, record: RunRecord | Mapping[str, Any]) -> Entry | None:
+def append_run(
+    store_url: str | None, record: RunRecord | Mapping[str, Any], store: Store | None = None
+) -> Entry | None:
     """Append a finished run's record to its store's ledger, signed when
     ``GREENML_LEDGER_KEY`` is set; ``None`` when nothing was appended.
 
     A key that cannot be loaded leaves the entry unsigned (with a warning)
     rather than a hole in the chain. A typed record is hashed as its ``to_dict()``.
+    With ``store``, the store also keeps the new head (:mod:`greenml.ledger.anchor`).
     """
     try:
         path = ledger_path(store_url)
         if path is None:
             return None  # an in-memory store: nothing outlives the process to audit
         digest = record_sha256(record)
-        return append_hash(path, _run_id(record), digest, _signing_key())
+        anchor = None if store is None else _anchor_in(store)
+        return append_hash(path, _run_id(record), digest, _signing_key(), anchor)
     except Exception as exc:  # the run is stored: the ledger must not cost the user anything
         _warn("append", f"run {_run_id(record)} not added to the ledger: {exc}")
         return None
@@ -59,7 +63,21 @@ def ledger_stored_run(store: Store, run_id: str) -> tuple[RunRecord | None, Entr
     except Exception as exc:
         _warn("append", f"run {run_id} not added to the ledger: its record cannot be read: {exc}")
         return None, None
-    return record, append_run(store.url, record)
+    return record, append_run(store.url, record, store)
+
+
+def _anchor_in(store: Store) -> Callable[[Entry, str | None], None]:
+    """Keep each appended head in ``store``; a store that refuses only warns."""
+
+    def keep(entry: Entry, first_hash: str | None) -> None:
+        from greenml.ledger.anchor import record_head
+
+        try:
+            record_head(store, entry, first_hash)
+        except Exception as exc:  # the entry is on disk: an anchor missing only weakens verify
+            _warn("anchor", f"the store did not keep the ledger's head (seq {entry.seq}): {exc}")
+
+    return keep
 
 
 def _run_id(record: RunRecord | Mapping[str, Any]) -> str:
@@ -78,7 +96,7 @@ def _signing_key() -> Any:
 
 
 def _warn(what: str, message: str) -> None:
-    """Warn once per process for each kind of failure (``append``, ``key``)."""
+    """Warn once per process for each kind of failure (``append``, ``key``, ``anchor``)."""
     if what not in _warned:
         _warned.add(what)
         log.warning("greenml: %s", message)
