@@ -64,7 +64,9 @@ class Proxy:
         self.thread.join(timeout=30)
 
 
-def start_proxy(upstream: str, db: str, *, engine_pid: int | None = None, **options: Any) -> Proxy:
+def start_proxy(
+    upstream: str, db: str, *, engine_pid: int | None = None, uplink: Any = None, **options: Any
+) -> Proxy:
     """A proxy on a free port in a thread (uvicorn), measuring with this machine's Meter."""
     import uvicorn
 
@@ -75,7 +77,7 @@ def start_proxy(upstream: str, db: str, *, engine_pid: int | None = None, **opti
 
     config = ProxyConfig(upstream=upstream, **options)
     source = open_meter_source(engine_pid, config.sample_hz)
-    app = ProxyApp(config, source, writer=RecordWriter(open_store(db), flush_s=0.5))
+    app = ProxyApp(config, source, writer=RecordWriter(open_store(db), flush_s=0.5), uplink=uplink)
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
+import signal
+import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -48,6 +52,11 @@ def _url(text: str) -> str:
               show_default=True, help="Refuse larger request bodies with 413.")  # fmt: skip
 @click.option("--retention-days", type=click.FloatRange(0, min_open=True), metavar="N",
               help="Delete stored request records older than this.")  # fmt: skip
+@click.option("--server", "server_url", metavar="URL",
+              help="Team server for the project's serving page (default: GREENML_SERVER or "
+                   "the config's [server]; the token from GREENML_TOKEN).")  # fmt: skip
+@click.option("--server-every", type=click.FloatRange(1, 3600), default=30.0, show_default=True,
+              metavar="S", help="Seconds between uploads of per-minute figures.")  # fmt: skip
 @location_options
 def proxy(
     upstream: str,
@@ -62,6 +71,8 @@ def proxy(
     engine_metrics: str | None,
     max_body_mb: float,
     retention_days: float | None,
+    server_url: str | None,
+    server_every: float,
     zone: str | None,
     region: str | None,
     country: str | None,
@@ -77,6 +88,8 @@ def proxy(
     from greenml.llm.meter_source import open_meter_source
     from greenml.llm.proxy_app import ProxyApp, ProxyConfig
     from greenml.llm.records import RecordWriter
+    from greenml.llm.uplink import ServingUplink
+    from greenml.run.server_settings import server_settings
     from greenml.store import open_store
 
     if engine_pid is not None and engine_cmd is not None:
@@ -87,6 +100,9 @@ def proxy(
         sample_hz=sample_hz, engine_metrics=engine_metrics,
     )  # fmt: skip
     source_ci, how = resolve_intensity_source(zone=zone, region=region, country=country, ci=ci)
+    settings = server_settings(server_url)
+    if settings is not None and not settings.token:
+        raise ConfigError(f"no token for {settings.url}: set GREENML_TOKEN or [server] token")
     engine: subprocess.Popen[bytes] | None = None
     if engine_cmd is not None:
         try:
@@ -97,13 +113,21 @@ def proxy(
     try:
         source = open_meter_source(engine_pid, sample_hz)
         writer = RecordWriter(open_store(db_url), retention_days=retention_days)
-        app = ProxyApp(config, source, writer=writer, carbon=HourlyIntensity(source_ci, how))
+        uplink = None
+        if settings is not None:
+            name = f"{socket.gethostname()}:{port}"
+            uplink = ServingUplink(settings, name, source.method, source.scope,
+                                   every_s=server_every)  # fmt: skip
+        app = ProxyApp(config, source, writer=writer, carbon=HourlyIntensity(source_ci, how),
+                       uplink=uplink)  # fmt: skip
+        sent = "" if settings is None else f"; per-minute figures to {settings.url}"
         click.echo(
             f"greenml llm proxy: http://{host}:{port} -> {config.upstream}; "
-            f"energy of {source.scope} ({source.method}); carbon: {how}",
+            f"energy of {source.scope} ({source.method}); carbon: {how}{sent}",
             err=True,
         )
-        uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
+        with _stopped_by_signals():
+            uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
         source.close()
     finally:
         if engine is not None:
@@ -112,6 +136,19 @@ def proxy(
                 engine.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 engine.kill()
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """SIGTERM and SIGINT end the proxy cleanly: uvicorn shuts the app down (the last figures
+    stored and sent), then raises the signal again, which lands here instead of killing the
+    process before the engine it started is stopped."""
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _since(text: str | None) -> float | None:

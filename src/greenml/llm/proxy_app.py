@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     import httpx
 
     from greenml.llm.records import RecordWriter
+    from greenml.llm.uplink import ServingUplink
 
 log = logging.getLogger("greenml")
 
@@ -101,10 +102,12 @@ class ProxyApp:
         *,
         writer: RecordWriter | None = None,
         carbon: HourlyIntensity | None = None,
+        uplink: ServingUplink | None = None,
     ) -> None:
         self.config = config
         self.source = source
         self.writer = writer
+        self.uplink = uplink
         self.carbon = carbon or HourlyIntensity(None, "carbon unknown: no location set")
         self.metrics = ProxyMetrics()
         self.unattributed = Unattributed()
@@ -131,6 +134,8 @@ class ProxyApp:
         for name in ("accept-encoding", "user-agent", "accept"):
             self._client.headers.pop(name, None)  # only what the caller sent goes upstream
         self.ticker.start()
+        if self.uplink is not None:
+            self.uplink.start()
         if self.config.engine_metrics:
             self._tasks.append(asyncio.ensure_future(self._scrape_engine()))
 
@@ -143,6 +148,8 @@ class ProxyApp:
             await self._client.aclose()
         if self.writer is not None:
             self.writer.close()
+        if self.uplink is not None:
+            self.uplink.close()
 
     # ----------------------------------------------------------------- sinks
 
@@ -158,11 +165,15 @@ class ProxyApp:
             self.settled.popitem(last=False)
         if self.writer is not None:
             self.writer.add(row)
+        if self.uplink is not None:
+            self.uplink.rollup.add_request(row)
 
     def _idle(self, start_s: float, end_s: float, energy_j: float) -> None:
         self.metrics.idle_energy(energy_j)
         if self.writer is not None:
             self.writer.add_idle(idle_row(start_s, end_s, energy_j, self.source.method))
+        if self.uplink is not None:
+            self.uplink.rollup.add_idle(end_s, energy_j, self.carbon.co2eq_g(energy_j, end_s)[0])
 
     # ------------------------------------------------------------------ ASGI
 

@@ -28,7 +28,7 @@ from greenml.errors import (
     RunNotFound,
     StoreError,
 )
-from greenml.server import api_job_diagnosis, api_jobs, api_projects, api_runs
+from greenml.server import api_job_diagnosis, api_jobs, api_projects, api_runs, api_serving
 from greenml.server.dashboard import pages
 from greenml.server.state import MAX_BODY_BYTES, ServerState
 from greenml.store.repository import Store
@@ -59,6 +59,7 @@ def create_app(
     app.include_router(api_projects.router)
     app.include_router(api_jobs.router)
     app.include_router(api_job_diagnosis.router)
+    app.include_router(api_serving.router)
     app.include_router(pages.router)
     for cls in _STATUS:
         app.add_exception_handler(cls, _handle)

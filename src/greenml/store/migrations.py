@@ -32,6 +32,7 @@ from greenml.store.schema import (
     SCHEMA_VERSION,
     advisor_state,
     llm_requests,
+    llm_serving,
     projects,
     run_tags,
     run_uploads,
@@ -83,6 +84,7 @@ STEPS: dict[int, Step] = {
     2: _create(advisor_state),  # schema 3: what advisors remember
     3: _v3_to_v4,
     4: _create(llm_requests),  # schema 5: the LLM proxy's per-request records
+    5: _create(llm_serving),  # schema 6: a team server's per-minute LLM serving aggregates
 }
 """The step that upgrades a database *from* each version."""
 

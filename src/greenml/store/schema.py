@@ -18,9 +18,10 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Bump when the tables change (and add the step to :mod:`greenml.store.migrations`);
 a database newer than the code is refused."""
 
@@ -217,4 +218,35 @@ llm_requests = Table(
     Index("ix_llm_requests_started", "started_at"),
     Index("ix_llm_requests_model_started", "model", "started_at"),
     Index("ix_llm_requests_tenant_started", "tenant", "started_at"),
+)
+
+llm_serving = Table(
+    "llm_serving",
+    metadata,
+    # schema 6: a team server's per-minute aggregates of the LLM proxies of a project,
+    # one row per (proxy, upload batch, UTC minute, model, tenant); a batch sent again
+    # after a lost answer writes nothing (the unique key). Idle energy (nothing in
+    # flight) has model and tenant "". Energies in joules, uncertainties absolute.
+    _row_id(),
+    Column("project_id", Integer, ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("source", String(64), nullable=False),
+    Column("batch", String(64), nullable=False),
+    Column("minute", Double, nullable=False),
+    Column("model", String(255), nullable=False),
+    Column("tenant", String(128), nullable=False),
+    Column("requests", Integer, nullable=False),
+    Column("cancelled", Integer, nullable=False),
+    Column("errors", Integer, nullable=False),
+    Column("prompt_tokens", BigInteger, nullable=False),
+    Column("completion_tokens", BigInteger, nullable=False),
+    Column("energy_j", Double, nullable=False),
+    Column("uncertainty_j", Double, nullable=False),
+    Column("prefill_j", Double, nullable=False),
+    Column("decode_j", Double, nullable=False),
+    Column("idle_j", Double, nullable=False),
+    Column("co2eq_g", Double, nullable=True),
+    Column("method", String(32), nullable=False),
+    UniqueConstraint("project_id", "source", "batch", "minute", "model", "tenant",
+                     name="uq_llm_serving_batch_key"),
+    Index("ix_llm_serving_project_minute", "project_id", "minute"),
 )

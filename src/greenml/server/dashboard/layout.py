@@ -57,6 +57,7 @@ def page(title: str, body: str, *, project: str | None = None, status: int = 200
         nav = (
             f'<a href="/runs">Runs</a><a href="/jobs">Jobs</a>'
             f'<a href="/project">Project {esc(project)}</a>'
+            '<a href="/serving">Serving</a>'
             '<a href="/compare">Compare</a>'
             '<form method="post" action="/logout"><button type="submit">Sign out</button></form>'
         )

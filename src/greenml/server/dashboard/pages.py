@@ -20,7 +20,7 @@ from greenml.report.quantities import energy, mass, money
 from greenml.report.svg import esc
 from greenml.server.api_runs import run_filter
 from greenml.server.auth import SESSION_COOKIE, SESSION_TTL_S
-from greenml.server.dashboard import job_page, project_page, run_page
+from greenml.server.dashboard import job_page, project_page, run_page, serving_page
 from greenml.server.dashboard.layout import link, page, security_headers, table
 from greenml.server.reports import FORMATS, build, render
 from greenml.server.state import scope, state_of
@@ -32,6 +32,7 @@ router = APIRouter(include_in_schema=False)
 router.include_router(run_page.router)
 router.include_router(project_page.router)
 router.include_router(job_page.router)
+router.include_router(serving_page.router)
 FILTERS = ("name", "tag", "status", "user", "since", "until")
 
 
