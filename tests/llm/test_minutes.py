@@ -13,8 +13,10 @@ from greenml.llm.minutes import MinuteRollup, minute_of
 T0 = 1_767_225_600.0  # 2026-01-01 00:00 UTC
 
 
-def _row(ended_at: float, energy_j: float, *, model: str | None = "m", tenant: str | None = "t",
-         status: str = "completed", prompt: int | None = 10, output: int | None = 5) -> dict[str, Any]:  # fmt: skip
+def _row(
+    ended_at: float, energy_j: float, *, model: str | None = "m", tenant: str | None = "t",
+    status: str = "completed", prompt: int | None = 10, output: int | None = 5,
+) -> dict[str, Any]:  # fmt: skip
     return {"ended_at": ended_at, "model": model, "tenant": tenant, "status": status,
             "prompt_tokens": prompt, "completion_tokens": output, "energy_j": energy_j,
             "prefill_j": energy_j * 0.25, "decode_j": energy_j * 0.75,

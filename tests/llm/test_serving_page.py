@@ -54,7 +54,8 @@ def test_proxy_started_engine_and_serving_page_agree_with_the_proxy(
                   f"{engine.model}")  # fmt: skip
     proxy_db = f"sqlite:///{tmp_path / 'proxy.db'}"
     env = {**os.environ, "GREENML_TOKEN": write, "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}  # fmt: skip
+           "TRANSFORMERS_OFFLINE": "1",
+           "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}  # fmt: skip
     log = tmp_path / "proxy.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(

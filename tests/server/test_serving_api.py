@@ -110,7 +110,9 @@ def test_nan_deep_or_broken_json_is_a_client_error(server: Server, raw: bytes) -
 
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats() | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=12,
 )  # fmt: skip
 FIELDS = [*_minute().keys()]
