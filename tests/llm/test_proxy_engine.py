@@ -19,7 +19,8 @@ from tests.llm.engine import free_port, prompt
 
 pytestmark = pytest.mark.timeout(900)
 
-ENERGY_KEYS = {"energy_j", "uncertainty_j", "prefill_j", "decode_j", "co2eq_g", "method"}
+ENERGY_KEYS = {"energy_j", "uncertainty_j", "prefill_j", "decode_j", "co2eq_g", "method",
+               "static_j", "dynamic_j", "idle_floor_w"}  # fmt: skip
 
 
 def _client(url: str) -> openai.OpenAI:
@@ -64,6 +65,7 @@ def test_content_identical_and_energy_in_every_response(engine: Engine, proxy: P
     assert set(energy) >= ENERGY_KEYS and energy["status"] == "provisional"
     assert energy["energy_j"] > 0 and energy["method"] == "estimated"  # the CPU model here
     assert math.isclose(energy["prefill_j"] + energy["decode_j"], energy["energy_j"])
+    assert math.isclose(energy["static_j"] + energy["dynamic_j"], energy["energy_j"])
     streamed, susage = _chat(proxy.url, engine.model, 12, 8, stream=True)
     assert streamed == direct
     assert set(susage["energy"]) >= ENERGY_KEYS and susage["energy"]["energy_j"] > 0

@@ -204,6 +204,8 @@ def _print(doc: dict[str, Any]) -> None:
         f"p99 {_fmt(e['p99'], 'J')}",
         f"attributed + idle   {_fmt(doc['attributed_j'], 'J')} + {_fmt(doc['idle_j'], 'J')} "
         f"(metered {_fmt(doc['metered_j'], 'J')}; idle share {_fmt(doc['idle_share'])})",
+        f"static + dynamic    {_fmt(doc['static_j'], 'J')} + {_fmt(doc['dynamic_j'], 'J')} "
+        "(share of the idle floor + what serving added)",
         f"CO2eq               {_fmt(doc['co2eq_g'], 'g')}",
         f"prefill/decode cost {_fmt(ratio['estimate'])} ± {_fmt(ratio['spread'])} per token",
         f"method              {', '.join(doc['method']) or '-'}; tokens: {doc['token_sources']}",

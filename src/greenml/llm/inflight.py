@@ -22,6 +22,7 @@ chunks with times in [a, b), scaled to the usage block's completion tokens
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import logging
 import math
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from greenml.llm.attribution import split_interval
+from greenml.llm.floor import IdleFloor
 from greenml.llm.ratio import RatioEstimator
 
 log = logging.getLogger("greenml")
@@ -67,7 +69,8 @@ class Request:
     prompt_estimate: int
     first_token_s: float | None = None
     end_s: float | None = None
-    chunks: list[tuple[float, int]] = field(default_factory=list)
+    chunk_times: list[float] = field(default_factory=list)  # monotonic, in arrival order
+    chunk_cum: list[int] = field(default_factory=list)  # tokens streamed up to each chunk
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     token_source: str = "estimated"
@@ -79,7 +82,10 @@ class Request:
     attribution_j: float = 0.0  # attribution uncertainty (ratio ± spread), summed
     provisional_j: float = 0.0  # shares at tick time, with the work then known
     provisional_prefill_j: float = 0.0
+    provisional_static_j: float = 0.0
     response_prefill_j: float = 0.0
+    response_static_j: float = 0.0
+    static_j: float = 0.0  # its share of the idle floor (see greenml.llm.floor)
     last_share: float = 0.0  # share of the last interval it was in
     open_intervals: int = 0
     ended_pending: bool = False  # ended, not yet in an interval (set under the lock)
@@ -91,12 +97,32 @@ class Request:
     def energy_j(self) -> float:
         return self.prefill_j + self.decode_j + self.queued_j
 
+    @property
+    def dynamic_j(self) -> float:
+        """What serving it added above the idle floor."""
+        return max(0.0, self.energy_j - self.static_j)
+
     def note_chunk(self, now_s: float, tokens: int) -> None:
         """A streamed chunk arrived (tokens: of generated text in it)."""
         if tokens and self.first_token_s is None:
             self.first_token_s = now_s
         if tokens:
-            self.chunks.append((now_s, tokens))
+            self.chunk_times.append(now_s)
+            self.chunk_cum.append((self.chunk_cum[-1] if self.chunk_cum else 0) + tokens)
+
+    @property
+    def streamed_tokens(self) -> int:
+        """Generated tokens counted in the stream so far."""
+        return self.chunk_cum[-1] if self.chunk_cum else 0
+
+    def _streamed_between(self, a: float, b: float, end: float) -> int:
+        """Tokens of chunks with times in [a, b) (and at b when b is the end): O(log n)."""
+        lo = bisect.bisect_left(self.chunk_times, a)
+        hi = bisect.bisect_right if b == end else bisect.bisect_left
+        top = hi(self.chunk_times, b)
+        if top <= lo:
+            return 0
+        return self.chunk_cum[top - 1] - (self.chunk_cum[lo - 1] if lo else 0)
 
     def work(self, a: float, b: float, now_s: float) -> tuple[float, float, float]:
         """(prefill tokens, decode tokens, seconds in flight) in [a, b), as known at ``now_s``."""
@@ -104,15 +130,15 @@ class Request:
         start = self.arrival_s
         presence = max(0.0, min(b, end) - max(a, start))
         prompt = self.prompt_tokens if self.prompt_tokens is not None else self.prompt_estimate
-        streamed = self.stream and bool(self.chunks)
+        streamed = self.stream and bool(self.chunk_times)
         prefill_end = self.first_token_s if streamed and self.first_token_s else end
         prefill = _spread(prompt, start, prefill_end, a, b)
         if streamed:
-            counted = sum(n for _, n in self.chunks)
+            counted = self.streamed_tokens
             scale = 1.0
             if self.completion_tokens is not None and counted:
                 scale = self.completion_tokens / counted
-            decode = scale * sum(n for t, n in self.chunks if a <= t < b or (t == b == end))
+            decode = scale * self._streamed_between(a, b, end)
         else:
             decode = _spread(self.completion_tokens or 0, start, end, a, b)
         return prefill, decode, presence
@@ -178,6 +204,7 @@ class Ledger:
     ) -> None:
         self.source = source
         self.ratio = ratio or RatioEstimator()
+        self.floor = IdleFloor()
         self._on_settled = on_settled
         self._on_idle = on_idle
         self.clock = clock
@@ -224,8 +251,8 @@ class Ledger:
         with self._lock:
             if req.end_s is not None:
                 return req.response_j or 0.0
-            if req.prompt_tokens is None and req.completion_tokens is None and req.chunks:
-                req.completion_tokens = sum(n for _, n in req.chunks)
+            if req.prompt_tokens is None and req.completion_tokens is None and req.chunk_times:
+                req.completion_tokens = req.streamed_tokens
                 req.token_source = "counted"
             req.status = status
             req.ended_pending = True
@@ -236,6 +263,8 @@ class Ledger:
             share = req.last_share if req.open_intervals else 1.0 / (1 + len(self._active))
             req.response_j = req.provisional_j + self._last_power_w * tail * share
             req.response_prefill_j = req.provisional_prefill_j
+            tail_static = self.floor.static_j(tail, self._last_power_w * tail) * share
+            req.response_static_j = min(req.response_j, req.provisional_static_j + tail_static)
         return req.response_j
 
     # ----------------------------------------------------------------- ticker
@@ -277,14 +306,17 @@ class Ledger:
             presence=[w[2] for w in work],
         )  # fmt: skip
         e = interval.energy_j
+        static = self.floor.static_j(interval.end_s - interval.start_s, e)
         for i, req in enumerate(interval.members):
             share_j = split.energy_j(i)
             req.provisional_j += share_j
             req.provisional_prefill_j += split.prefill_j[i]
+            req.provisional_static_j += static * share_j / e if e > 0 else 0.0
             req.last_share = share_j / e if e > 0 else 1.0 / len(interval.members)
 
     def _idle(self, interval: Interval) -> None:
         self.totals.idle_j += interval.energy_j
+        self.floor.add(interval.end_s - interval.start_s, interval.energy_j)
         if self._on_idle is not None and interval.energy_j:
             off = self.wall_offset
             self._on_idle(interval.start_s + off, interval.end_s + off, interval.energy_j)
@@ -310,11 +342,13 @@ class Ledger:
         self.totals.pending_j -= e
         self.totals.attributed_j += e
         self.ratio.add(b - a, sum(pre), sum(dec), e)
+        static = self.floor.static_j(b - a, e)
         for i, req in enumerate(interval.members):
             req.prefill_j += split.prefill_j[i]
             req.decode_j += split.decode_j[i]
             req.queued_j += split.queued_j[i]
             mid = split.energy_j(i)
+            req.static_j += static * mid / e if e > 0 else 0.0
             req.attribution_j += max(abs(lo.energy_j(i) - mid), abs(hi.energy_j(i) - mid))
             req.ratio, req.ratio_spread = ratio, spread
             req.open_intervals -= 1

@@ -55,7 +55,8 @@ def request_row(
         "method": method,
         "ratio": req.ratio,
         "ratio_spread": req.ratio_spread,
-        "extra": json.dumps({"queued_j": req.queued_j, "attribution_j": req.attribution_j}),
+        "extra": json.dumps({"queued_j": req.queued_j, "attribution_j": req.attribution_j,
+                             "static_j": req.static_j, "dynamic_j": req.dynamic_j}),
     }
 
 

@@ -1,14 +1,16 @@
 """``greenml llm stats``: per-token and per-request figures from the stored requests.
 
 J per prompt token is the prefill energy over the prompt tokens; J per output
-token the decode energy over the completion tokens. Idle energy belongs to no
-model or tenant: with ``--model`` or ``--tenant`` the idle and metered figures
+token the decode energy over the completion tokens. ``static_j`` is the requests' share
+of the idle floor (drawn whether or not they came), ``dynamic_j`` the rest. Idle energy
+belongs to no model or tenant: with ``--model`` or ``--tenant`` the idle and metered figures
 stay those of the whole proxy (``scope`` says so), and ``attributed_j`` is the
 filtered traffic's.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from typing import Any
@@ -43,6 +45,7 @@ def compute_stats(
     output = sum(r["completion_tokens"] or 0 for r in chosen)
     energies = [r["energy_j"] for r in chosen]
     co2 = [r["co2eq_g"] for r in chosen]
+    static = sum(float(_extra(r).get("static_j") or 0.0) for r in chosen)
     latest = max(chosen, key=lambda r: r["ended_at"], default=None)
     n = len(chosen)
     return {
@@ -58,6 +61,8 @@ def compute_stats(
         },
         "idle_share": idle_j / metered if metered > 0 else None,
         "attributed_j": attributed,
+        "static_j": static,
+        "dynamic_j": attributed - static,
         "idle_j": idle_j,
         "metered_j": metered,
         "uncertainty_j": math.sqrt(sum(r["uncertainty_j"] ** 2 for r in chosen)),
@@ -74,3 +79,12 @@ def compute_stats(
         if model is not None or tenant is not None
         else "all traffic through the proxy",
     }
+
+
+def _extra(row: dict[str, Any]) -> dict[str, float]:
+    """The ``extra`` JSON of a row (static and dynamic parts since the idle floor), or {}."""
+    try:
+        found = json.loads(row.get("extra") or "{}")
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
