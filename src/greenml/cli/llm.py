@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
 import shlex
 import signal
 import socket
@@ -17,15 +19,17 @@ import click
 from greenml.cli.options import db_option, json_option, location_options, sample_hz_option
 from greenml.errors import ConfigError
 
+NODE_TOKEN_ENV = "GREENML_NODE_TOKEN"
+
 
 @click.group()
 def llm() -> None:
     """Energy of LLM serving: per request, per token, per tenant."""
 
 
-def _url(text: str) -> str:
+def _url(text: str, option: str = "--upstream") -> str:
     if not text.startswith(("http://", "https://")):
-        raise ConfigError(f"--upstream must be an http:// or https:// URL, got {text!r}")
+        raise ConfigError(f"{option} must be an http:// or https:// URL, got {text!r}")
     return text.rstrip("/")
 
 
@@ -57,6 +61,9 @@ def _url(text: str) -> str:
                    "the config's [server]; the token from GREENML_TOKEN).")  # fmt: skip
 @click.option("--server-every", type=click.FloatRange(1, 3600), default=30.0, show_default=True,
               metavar="S", help="Seconds between uploads of per-minute figures.")  # fmt: skip
+@click.option("--node", "nodes", multiple=True, metavar="NAME",
+              help="Another node of a multi-node engine, reporting with `greenml llm node` "
+                   "(repeat; needs GREENML_NODE_TOKEN).")  # fmt: skip
 @location_options
 def proxy(
     upstream: str,
@@ -73,6 +80,7 @@ def proxy(
     retention_days: float | None,
     server_url: str | None,
     server_every: float,
+    nodes: tuple[str, ...],
     zone: str | None,
     region: str | None,
     country: str | None,
@@ -86,6 +94,7 @@ def proxy(
     from greenml.accounting.location import resolve_intensity_source
     from greenml.llm.carbon import HourlyIntensity
     from greenml.llm.meter_source import open_meter_source
+    from greenml.llm.nodes import CompositeSource, RemoteNodes
     from greenml.llm.proxy_app import ProxyApp, ProxyConfig
     from greenml.llm.records import RecordWriter
     from greenml.llm.uplink import ServingUplink
@@ -94,10 +103,13 @@ def proxy(
 
     if engine_pid is not None and engine_cmd is not None:
         raise ConfigError("give --engine-pid or --engine-cmd, not both")
+    node_token = os.environ.get(NODE_TOKEN_ENV, "").strip() or None
+    if nodes and not node_token:
+        raise ConfigError(f"--node needs a shared secret in {NODE_TOKEN_ENV} (the nodes use it)")
     config = ProxyConfig(
         upstream=_url(upstream), energy_in_response=not no_energy_in_response,
         tenant_header=tenant_header, max_body_bytes=int(max_body_mb * 1024 * 1024),
-        sample_hz=sample_hz, engine_metrics=engine_metrics,
+        sample_hz=sample_hz, engine_metrics=engine_metrics, node_token=node_token,
     )  # fmt: skip
     source_ci, how = resolve_intensity_source(zone=zone, region=region, country=country, ci=ci)
     settings = server_settings(server_url)
@@ -111,7 +123,10 @@ def proxy(
             raise ConfigError(f"--engine-cmd could not start: {exc}") from None
         engine_pid = engine.pid
     try:
-        source = open_meter_source(engine_pid, sample_hz)
+        local = open_meter_source(engine_pid, sample_hz)
+        source: Any = local
+        if nodes:
+            source = CompositeSource(local, RemoteNodes(list(nodes)))
         writer = RecordWriter(open_store(db_url), retention_days=retention_days)
         uplink = None
         if settings is not None:
@@ -149,6 +164,41 @@ def _stopped_by_signals() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+@llm.command("node")
+@click.option("--proxy", "proxy_url", required=True, metavar="URL",
+              help="The proxy of the engine (started with --node NAME).")  # fmt: skip
+@click.option("--name", required=True, metavar="NAME", help="This node's name at the proxy.")
+@click.option("--engine-pid", type=click.IntRange(1), metavar="PID",
+              help="CPU-only node: measure this process tree (the engine's part).")  # fmt: skip
+@sample_hz_option(10.0, "Power samples per second.")
+@click.option("--every", type=click.FloatRange(0.05, 60), default=0.2, show_default=True,
+              metavar="S", help="Seconds between reports.")  # fmt: skip
+def node(proxy_url: str, name: str, engine_pid: int | None, sample_hz: float, every: float) -> None:
+    """Report this node's energy to the proxy of an engine that spans nodes."""
+    from greenml.llm.meter_source import open_meter_source
+    from greenml.llm.node_agent import NodeReporter
+
+    token = os.environ.get(NODE_TOKEN_ENV, "").strip()
+    if not token:
+        raise ConfigError(f"set {NODE_TOKEN_ENV} to the secret the proxy was started with")
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", name):
+        raise ConfigError(f"--name must be 1-64 letters, digits, '.', '_' or '-', not {name!r}")
+    source = open_meter_source(engine_pid, sample_hz)
+    reporter = NodeReporter(source, _url(proxy_url, "--proxy"), name, token, every)
+    click.echo(f"greenml llm node {name}: energy of {source.scope} ({source.method}) "
+               f"to {proxy_url} every {every:g} s", err=True)  # fmt: skip
+    previous = {sig: signal.signal(sig, lambda *_: reporter.stop())
+                for sig in (signal.SIGTERM, signal.SIGINT)}  # fmt: skip
+    try:
+        reporter.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        source.close()
+    if reporter.refused:
+        raise ConfigError(reporter.refused)
 
 
 def _since(text: str | None) -> float | None:

@@ -25,10 +25,26 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from greenml.llm.asgi_io import (
+    Receive,
+    Scope,
+    Send,
+    error,
+    event_data,
+    event_end,
+    forward_headers,
+    header,
+    query,
+    read_body,
+    respond,
+    response_headers,
+    send_all,
+    too_large,
+)
 from greenml.llm.carbon import HourlyIntensity
 from greenml.llm.engine_metrics import Unattributed, parse_engine_tokens
 from greenml.llm.inflight import (
@@ -43,6 +59,7 @@ from greenml.llm.inflight import (
     uncertainty_j,
 )
 from greenml.llm.metrics import ProxyMetrics
+from greenml.llm.proxy_routes import NODES_PREFIX, node_report, status
 from greenml.llm.records import idle_row, request_row
 from greenml.llm.usage import estimate_prompt_tokens, generated_tokens, parse_json, read_usage
 
@@ -54,19 +71,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("greenml")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
 MEASURED = frozenset({"/v1/chat/completions", "/v1/completions", "/v1/embeddings"})
-HOP_BY_HOP = frozenset({
-    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
-    b"trailer", b"transfer-encoding", b"upgrade", b"host", b"content-length",
-})  # fmt: skip
 ENERGY_HEADER = b"x-greenml-energy-j"
-JSON_TYPE = b"application/json"
-Headers = list[tuple[bytes, bytes]]
 SETTLED_KEPT = 10_000
 
 
@@ -81,6 +87,7 @@ class ProxyConfig:
         max_body_bytes: Larger request bodies get 413 before the engine.
         sample_hz: Ticks (intervals) per second.
         engine_metrics: The engine's Prometheus URL, to find traffic that bypassed the proxy.
+        node_token: The secret ``greenml llm node`` reports carry (multi-node engines).
     """
 
     upstream: str
@@ -90,6 +97,7 @@ class ProxyConfig:
     sample_hz: float = 10.0
     engine_metrics: str | None = None
     engine_metrics_every_s: float = 15.0
+    node_token: str | None = None
 
 
 class ProxyApp:
@@ -189,9 +197,11 @@ class ProxyApp:
         path = scope["path"]
         if path == "/metrics" and scope["method"] == "GET":
             self._refresh_gauges()
-            await _respond(send, 200, self.metrics.render(), b"text/plain; version=0.0.4")
+            await respond(send, 200, self.metrics.render(), b"text/plain; version=0.0.4")
+        elif path.startswith(NODES_PREFIX) and scope["method"] == "POST":
+            await node_report(self, scope, receive, send)
         elif path.startswith("/greenml/"):
-            await self._greenml(path, send)
+            await status(self, path, send)
         elif path in MEASURED and scope["method"] == "POST":
             await self._measured(scope, receive, send)
         else:
@@ -214,41 +224,19 @@ class ProxyApp:
             if share is not None:
                 self.metrics.unattributed.labels(kind).set(share)
 
-    async def _greenml(self, path: str, send: Send) -> None:
-        if path == "/greenml/ledger":
-            t = self.ledger.totals
-            ratio = self.ledger.ratio.current()
-            doc: dict[str, Any] = {
-                "metered_j": t.metered_j, "attributed_j": t.attributed_j, "idle_j": t.idle_j,
-                "pending_j": t.pending_j, "in_flight": self.ledger.in_flight,
-                "unsettled_intervals": self.ledger.unsettled_intervals,
-                "method": self.source.method, "scope": self.source.scope,
-                "ratio": {"estimate": ratio.estimate, "spread": ratio.spread,
-                          "intervals": ratio.intervals, "source": ratio.source},
-                "unattributed_share": self.unattributed.shares(),
-                "carbon": self.carbon.description,
-            }  # fmt: skip
-            await _respond(send, 200, json.dumps(doc).encode())
-            return
-        prefix = "/greenml/requests/"
-        if path.startswith(prefix) and path[len(prefix) :] in self.settled:
-            await _respond(send, 200, json.dumps(self.settled[path[len(prefix) :]]).encode())
-            return
-        await _respond(send, 404, _error("not found (or not settled yet)", "not_found"))
-
     # ------------------------------------------------------------ measured
 
     async def _measured(self, scope: Scope, receive: Receive, send: Send) -> None:
         t0 = time.perf_counter()
         waited = 0.0
         limit = self.config.max_body_bytes
-        declared = _header(scope, b"content-length")
+        declared = header(scope, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _too_large(send, limit)
+            await too_large(send, limit)
             return
-        body = await _read_body(receive, limit)
+        body = await read_body(receive, limit)
         if body is None:
-            await _too_large(send, limit)
+            await too_large(send, limit)
             return
         doc = parse_json(body)
         if not isinstance(doc, dict):  # the engine answers what it makes of it
@@ -268,8 +256,8 @@ class ProxyApp:
         )
         assert self._client is not None
         request = self._client.build_request(
-            "POST", self.upstream + scope["path"] + _query(scope), content=body,
-            headers=_forward_headers(scope, identity=True),
+            "POST", self.upstream + scope["path"] + query(scope), content=body,
+            headers=forward_headers(scope, identity=True),
         )  # fmt: skip
         w0 = time.perf_counter()
         try:
@@ -278,7 +266,7 @@ class ProxyApp:
             self.ledger.discard(req)
             self.metrics.upstream_errors.inc()
             message = f"greenml proxy: engine at {self.upstream} unreachable ({type(exc).__name__})"
-            await _respond(send, 502, _error(message, "upstream_unavailable"))
+            await respond(send, 502, error(message, "upstream_unavailable"))
             return
         waited += time.perf_counter() - w0
         try:
@@ -301,12 +289,12 @@ class ProxyApp:
 
     async def _json(self, req: Request, upstream: httpx.Response, raw: bytes, send: Send) -> None:
         doc = parse_json(raw) if upstream.status_code == 200 else None
-        headers = _response_headers(upstream, keep_length=False)
+        headers = response_headers(upstream, keep_length=False)
         if not isinstance(doc, dict):  # not JSON (or an engine error): untouched, no figure
             status = UNAVAILABLE if upstream.status_code == 200 else ERROR
             self.ledger.finish(req, status)
             headers.append((ENERGY_HEADER, b"unavailable"))
-            await _send_all(send, upstream.status_code, headers, raw)
+            await send_all(send, upstream.status_code, headers, raw)
             return
         usage = read_usage(doc)
         if usage is not None:
@@ -321,7 +309,7 @@ class ProxyApp:
                 doc["usage"] = {"energy": energy}
             raw = json.dumps(doc, ensure_ascii=False).encode()
             headers.append((ENERGY_HEADER, f"{energy['energy_j']:.6g}".encode()))
-        await _send_all(send, 200, headers, raw)
+        await send_all(send, 200, headers, raw)
 
     async def _stream(
         self,
@@ -335,7 +323,7 @@ class ProxyApp:
         waited = [0.0]
         await send({
             "type": "http.response.start", "status": 200,
-            "headers": _response_headers(upstream, keep_length=False),
+            "headers": response_headers(upstream, keep_length=False),
         })  # fmt: skip
 
         async def pump() -> None:
@@ -352,7 +340,7 @@ class ProxyApp:
                 buffer += raw
                 out: list[bytes] = []
                 while True:
-                    cut = _event_end(buffer)
+                    cut = event_end(buffer)
                     if cut < 0:
                         break
                     event, buffer = buffer[:cut], buffer[cut:]
@@ -384,7 +372,7 @@ class ProxyApp:
 
     def _event(self, req: Request, event: bytes, client_wants_usage: bool) -> bytes | None:
         """One SSE event: noted, and forwarded as it came unless it is the usage chunk."""
-        data = _event_data(event)
+        data = event_data(event)
         if data is None or data == b"[DONE]":
             return event
         doc = parse_json(data)
@@ -443,20 +431,20 @@ class ProxyApp:
     async def _forward(self, scope: Scope, content: Any, send: Send) -> None:
         assert self._client is not None
         request = self._client.build_request(
-            scope["method"], self.upstream + scope["path"] + _query(scope), content=content,
-            headers=_forward_headers(scope, identity=False),
+            scope["method"], self.upstream + scope["path"] + query(scope), content=content,
+            headers=forward_headers(scope, identity=False),
         )  # fmt: skip
         try:
             upstream = await self._client.send(request, stream=True)
         except Exception as exc:
             self.metrics.upstream_errors.inc()
             message = f"greenml proxy: engine at {self.upstream} unreachable ({type(exc).__name__})"
-            await _respond(send, 502, _error(message, "upstream_unavailable"))
+            await respond(send, 502, error(message, "upstream_unavailable"))
             return
         try:
             await send({
                 "type": "http.response.start", "status": upstream.status_code,
-                "headers": _response_headers(upstream, keep_length=True),
+                "headers": response_headers(upstream, keep_length=True),
             })  # fmt: skip
             async for raw in upstream.aiter_raw():
                 await send({"type": "http.response.body", "body": raw, "more_body": True})
@@ -467,9 +455,9 @@ class ProxyApp:
     def _tenant(self, scope: Scope) -> str | None:
         name = self.config.tenant_header
         if name:
-            value = _header(scope, name.lower().encode())
+            value = header(scope, name.lower().encode())
             return value[:128] if value else None
-        auth = _header(scope, b"authorization")
+        auth = header(scope, b"authorization")
         if not auth:
             return None
         key = auth.split(" ", 1)[-1].strip()
@@ -486,89 +474,6 @@ class ProxyApp:
             except Exception as exc:
                 log.warning("greenml: engine metrics at %s: %s", self.config.engine_metrics, exc)
             await asyncio.sleep(self.config.engine_metrics_every_s)
-
-
-# ---------------------------------------------------------------------- helpers
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
-
-
-def _query(scope: Scope) -> str:
-    qs = scope.get("query_string", b"")
-    return "?" + qs.decode("latin-1") if qs else ""
-
-
-def _forward_headers(scope: Scope, *, identity: bool) -> list[tuple[bytes, bytes]]:
-    out = [(k, v) for k, v in scope.get("headers", ()) if k.lower() not in HOP_BY_HOP]
-    if identity:  # the proxy reads measured bodies: ask for them uncompressed
-        out = [(k, v) for k, v in out if k.lower() != b"accept-encoding"]
-        out.append((b"accept-encoding", b"identity"))
-    return out
-
-
-def _response_headers(upstream: httpx.Response, *, keep_length: bool) -> list[tuple[bytes, bytes]]:
-    return [
-        (k.lower(), v)
-        for k, v in upstream.headers.raw
-        if k.lower() not in HOP_BY_HOP or (keep_length and k.lower() == b"content-length")
-    ]
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    """The request body, or None once it passes ``limit`` bytes."""
-    parts: list[bytes] = []
-    size = 0
-    more = True
-    while more:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        parts.append(chunk)
-        more = message.get("more_body", False)
-    return b"".join(parts)
-
-
-def _event_end(buffer: bytes) -> int:
-    """Index just past the first complete SSE event in ``buffer``, or -1."""
-    best = -1
-    for sep in (b"\n\n", b"\r\n\r\n"):
-        i = buffer.find(sep)
-        if i >= 0 and (best < 0 or i + len(sep) < best):
-            best = i + len(sep)
-    return best
-
-
-def _event_data(event: bytes) -> bytes | None:
-    lines = [line[5:].lstrip() for line in event.splitlines() if line.startswith(b"data:")]
-    return b"\n".join(lines) if lines else None
-
-
-def _error(message: str, kind: str) -> bytes:
-    return json.dumps({"error": {"message": message, "type": kind}}).encode()
-
-
-async def _too_large(send: Send, limit: int) -> None:
-    mb = limit / 1024 / 1024
-    await _respond(send, 413, _error(f"request body over {mb:g} MB (--max-body-mb)", "too_large"))
-
-
-async def _respond(send: Send, status: int, body: bytes, ctype: bytes = JSON_TYPE) -> None:
-    await _send_all(send, status, [(b"content-type", ctype)], body)
-
-
-async def _send_all(send: Send, status: int, headers: Headers, body: bytes) -> None:
-    headers = [*headers, (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 __all__ = ["ProxyApp", "ProxyConfig", "uncertainty_j"]
