@@ -45,6 +45,7 @@ class TeamClient:
         self.url = settings.url
         self._token = settings.token
         self._error = error
+        self.reads = not issubclass(error, UploadError)
 
     def get_json(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """``GET path`` answered 200 with a JSON object.
