@@ -39,7 +39,7 @@ def scaled(value: float, units: Sequence[tuple[float, str]], like: float | None 
     return q.scaled(value, units, like=like)
 
 
-ENERGY_UNITS = q.ENERGY_UNITS
+ENERGY_UNITS = tuple((unit[0], unit[1]) for unit in q.ENERGY_UNITS)
 MASS_UNITS = q.MASS_UNITS
 POWER_UNITS = q.POWER_UNITS
 

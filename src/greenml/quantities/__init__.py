@@ -29,10 +29,11 @@ from greenml.quantities.mass import MASS_UNITS, co2, mass, mass_axis
 from greenml.quantities.money import money
 from greenml.quantities.percent import percent, percent_pm, pm
 from greenml.quantities.rounding import count, digits_for, round_to, scientific, sig
-from greenml.quantities.units import axis_unit, scaled, unit_for
+from greenml.quantities.units import Ladder, axis_unit, scaled, unit_for
 from greenml.quantities.volume import LITRE_UNITS, litres
 
 __all__ = [
+    "Ladder",
     "ENERGY_UNITS",
     "J_PER_KWH",
     "J_PER_MWH",

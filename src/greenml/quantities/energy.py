@@ -1,7 +1,7 @@
 """Energy as text: one rule for every place a person reads joules.
 
-One family of units, J and its SI prefixes up to kJ, then kWh and up (no Wh,
-no MJ): 100 kJ reads ``100 kJ`` everywhere, 4.5 MJ reads ``1.25 kWh``.
+One family of units, J and its SI prefixes up to kJ, then kWh (from 0.1 kWh)
+and up (no Wh, no MJ): 100 kJ reads ``100 kJ`` everywhere, 1 MJ ``0.278 kWh``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ J_PER_MWH = 1000 * J_PER_KWH
 """Joules in a megawatt-hour."""
 
 ENERGY_UNITS = (
-    (1e-6, "µJ"), (1e-3, "mJ"), (1.0, "J"), (1e3, "kJ"), (J_PER_KWH, "kWh"),
+    (1e-6, "µJ"), (1e-3, "mJ"), (1.0, "J"), (1e3, "kJ"), (J_PER_KWH, "kWh", 0.1 * J_PER_KWH),
     (J_PER_MWH, "MWh"), (1e3 * J_PER_MWH, "GWh"), (1e6 * J_PER_MWH, "TWh"),
 )  # fmt: skip
 """Joules as people read them, smallest first."""

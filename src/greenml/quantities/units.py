@@ -14,27 +14,29 @@ from collections.abc import Sequence
 
 from greenml.quantities.rounding import DEFAULT_DIGITS, digits_for, sig, spread
 
-Ladder = Sequence[tuple[float, str]]
+Ladder = Sequence[tuple[float, str] | tuple[float, str, float]]
+"""(size, name) smallest first; a third number is where the unit starts when not at its size
+(kWh from 0.1 kWh, so 1 MJ reads ``0.28 kWh``, never ``1,000 kJ``)."""
 
 
 def unit_for(value: float, ladder: Ladder, digits: int = DEFAULT_DIGITS) -> tuple[float, str]:
     """(size, name) of the unit ``value`` is shown in: the largest it reaches once rounded."""
     base = next(unit for unit in ladder if unit[0] == 1.0)
     if value == 0 or not math.isfinite(value):
-        return base
+        return base[0], base[1]
     rounded = float(f"{abs(value):.{max(digits, 1)}g}")
     chosen = ladder[0]
-    for size, name in ladder:
-        if rounded >= size * (1 - 1e-12):
-            chosen = (size, name)
-    return chosen
+    for unit in ladder:
+        if rounded >= (unit[2] if len(unit) > 2 else unit[0]) * (1 - 1e-12):
+            chosen = unit
+    return chosen[0], chosen[1]
 
 
 def axis_unit(largest: float, ladder: Ladder) -> tuple[float, str]:
     """(size, name) for a chart whose largest value is ``largest`` (base units).
 
-    The largest unit in which it is at least 1, so an axis never reads ``5e-05 kg``
-    or ``2.43e-06 kWh``; the base unit for an empty or all-zero chart.
+    The largest unit it reaches (at least 1 of it; kWh from 0.1), so an axis never reads
+    ``5e-05 kg`` or ``2.43e-06 kWh``; the base unit for an empty or all-zero chart.
     """
     return unit_for(largest, ladder, digits=15)
 
@@ -64,7 +66,7 @@ def scaled(
     if digits is None:
         digits = DEFAULT_DIGITS if uncertainty_rel is None else digits_for(uncertainty_rel)
     if not math.isfinite(value):
-        return f"{value} {next(name for size, name in ladder if size == 1.0)}"
+        return f"{value} {unit_for(0.0, ladder)[1]}"
     size, name = unit_for(value if like is None else like, ladder, digits)
     shown = sig(value / size, digits)
     if uncertainty is None:
