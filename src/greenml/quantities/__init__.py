@@ -33,13 +33,13 @@ from greenml.quantities.units import Ladder, axis_unit, scaled, unit_for
 from greenml.quantities.volume import LITRE_UNITS, litres
 
 __all__ = [
-    "Ladder",
     "ENERGY_UNITS",
     "J_PER_KWH",
     "J_PER_MWH",
     "LITRE_UNITS",
     "MASS_UNITS",
     "POWER_UNITS",
+    "Ladder",
     "axis_unit",
     "clock_text",
     "co2",
