@@ -34,8 +34,9 @@ Every error class of the package is defined here::
     ├── AccessDenied                 a team-server token is missing, unknown or not allowed
     ├── ProjectNotFound              no team-server project has this name
     ├── RequestTooLarge              a request body is over the team server's limit
-    ├── UploadError                  a run could not be sent to a team server (it waits)
-    └── ServerReadError              a team server could not be read (unreachable, 4xx, 5xx)
+    └── TeamServerError              a team server did not do what was asked (``reason`` says why)
+        ├── UploadError                  a run could not be sent to a team server (it waits)
+        └── ServerReadError              a team server could not be read (unreachable, 4xx, 5xx)
 
 Code that catches one of these names the narrowest class that fits; the CLI
 catches :class:`GreenmlError`. Nothing greenml raises on purpose is a bare
@@ -198,7 +199,22 @@ class AccessDenied(GreenmlError):
         self.status = status
 
 
-class UploadError(GreenmlError):
+class TeamServerError(GreenmlError):
+    """A team server did not do what greenml asked of it.
+
+    Attributes:
+        reason: Why, in one of four words (:mod:`greenml.client`): ``server down``
+            (unreachable, a timeout, a 5xx or 429: worth another try), ``auth refused``
+            (no token, 401, 403), ``not found`` (404), ``bad data`` (the request or
+            the answer could not be read).
+    """
+
+    def __init__(self, message: str, reason: str = "server down") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class UploadError(TeamServerError):
     """A run could not be sent to a team server; it waits in the spool for the next try.
 
     Attributes:
@@ -206,12 +222,12 @@ class UploadError(GreenmlError):
             would not help.
     """
 
-    def __init__(self, message: str, retry: bool = True) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, retry: bool = True, reason: str | None = None) -> None:
+        super().__init__(message, reason or ("server down" if retry else "bad data"))
         self.retry = retry
 
 
-class ServerReadError(GreenmlError):
+class ServerReadError(TeamServerError):
     """A team server did not answer a read: unreachable, a refused token, nothing there, a 5xx."""
 
 

@@ -125,4 +125,4 @@ def test_audit_energy_at_stake_carries_its_uncertainty() -> None:
     precision = by_key(found.items)["precision"]
     assert precision.uncertainty_rel == pytest.approx(0.05)
     assert precision.to_dict()["uncertainty_rel_at_stake"] == pytest.approx(0.05)
-    assert _stake(precision).startswith("0.28 kWh ±5 %")  # the report's table, 2 s.f.
+    assert _stake(precision).startswith("0.28 kWh ±5.0 %")  # the report's table, 2 s.f.

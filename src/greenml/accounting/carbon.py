@@ -35,7 +35,7 @@ from typing import Any
 from greenml.accounting.intensity import GridIntensity
 from greenml.accounting.profile import EVEN_SPREAD_NOTE, energy_profile
 from greenml.accounting.pue import Pue
-from greenml.measure.measurement import JOULES_PER_KWH
+from greenml.quantities import J_PER_KWH as JOULES_PER_KWH
 
 TIME_RESOLVED_UNCERTAINTY_REL = 0.10
 """Uncertainty of hourly or finer intensity data (see the module docstring)."""

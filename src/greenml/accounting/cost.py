@@ -24,7 +24,7 @@ from greenml.accounting.profile import EVEN_SPREAD_NOTE, energy_profile
 from greenml.accounting.pue import Pue
 from greenml.accounting.series import StepSeries
 from greenml.errors import ConfigError
-from greenml.measure.measurement import JOULES_PER_KWH
+from greenml.quantities import J_PER_KWH as JOULES_PER_KWH
 
 __all__ = [
     "Cost",

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from greenml.quantities import J_PER_KWH as _J_PER_KWH
+
 Basis = Literal["co2", "energy"]
 
 _EPA = (
@@ -74,7 +76,6 @@ class Equivalence:
 
 
 _G_PER_T = 1e6
-_J_PER_KWH = 3.6e6
 
 FACTORS: tuple[Factor, ...] = (
     Factor(

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from greenml.accounting.water import Wue
     from greenml.measure.measurement import Measurement
 
-J_PER_KWH = 3.6e6
-
 
 @dataclass(frozen=True)
 class Footprint:

@@ -17,13 +17,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from greenml.quantities import J_PER_KWH
+
 GROUPS = ("model", "machine", "mechanization", "map")
 IDLE_BELOW = 0.15
 UNDERUSED_BELOW = 0.50
 LONG_JOB_S = 4 * 3600.0
 EFFICIENT_PUE = 1.2
 REDUCED_PRECISIONS = {"fp16", "bf16", "int8", "fp8", "float16", "bfloat16", "half", "int4"}
-J_PER_KWH = 3.6e6
 
 
 @dataclass(frozen=True)

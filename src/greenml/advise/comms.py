@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 from greenml.errors import ConfigError
+from greenml.quantities import J_PER_KWH
 
-J_PER_KWH = 3.6e6
 BYTES_PER_GB = 1e9
 UNCERTAINTY_REL = 0.5
 """±50 %: the spread between the cited studies for one link type is about 2x."""

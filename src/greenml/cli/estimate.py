@@ -14,7 +14,7 @@ from greenml.cli.options import (
     price_option,
     pue_option,
 )
-from greenml.report.sigfig import round_to
+from greenml.quantities import round_to
 from greenml.store.export import json_text
 
 if TYPE_CHECKING:

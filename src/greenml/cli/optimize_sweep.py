@@ -11,6 +11,7 @@ import click
 from greenml.cli import render
 from greenml.cli.options import json_option, json_out_option, renamed
 from greenml.errors import ConfigError
+from greenml.quantities import energy
 from greenml.store.export import json_text
 
 _EPILOG = """\b
@@ -197,10 +198,7 @@ def _per_sample(joules: float) -> str:
     """Joules per sample with an SI prefix (``1.23 mJ``)."""
     if not math.isfinite(joules):
         return "-"
-    for scale, unit in ((1.0, "J"), (1e-3, "mJ"), (1e-6, "µJ")):
-        if abs(joules) >= scale:
-            return f"{joules / scale:.3g} {unit}"
-    return f"{joules / 1e-9:.3g} nJ"
+    return energy(joules)
 
 
 def _render(result: Any, etas: list[float], output: Path | None) -> None:

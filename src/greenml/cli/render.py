@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import sys
 import unicodedata
@@ -10,8 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import greenml.quantities as q
 from greenml.errors import ConfigError
-from greenml.measure.measurement import JOULES_PER_KWH, Measurement
+from greenml.measure.measurement import Measurement
+from greenml.quantities import J_PER_KWH
 
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -33,53 +34,30 @@ def safe(text: object) -> str:
 
 
 def scaled(value: float, units: Sequence[tuple[float, str]], like: float | None = None) -> str:
-    """``value`` (in base units) with three significant figures in the unit that fits it.
-
-    ``units`` are (size in base units, name), smallest first; the largest unit
-    whose size is at most ``|value|`` (or ``|like|``: figures shown side by side
-    share one unit) is chosen, after rounding, so 999.9 J reads ``1.00 kJ``,
-    never ``1e+03 J``; zero reads in the base unit.
-    """
-    ref = value if like is None else like
-    if ref == 0 or not math.isfinite(ref) or not math.isfinite(value):
-        base = next(name for size, name in units if size == 1.0)
-        return f"{value:g} {base}"
-    chosen = units[0]
-    for size, name in units:
-        if abs(ref) >= size * (1 - 5e-4):
-            chosen = (size, name)
-    size, name = chosen
-    shown = float(f"{value / size:.3g}")  # three significant figures, then no exponent
-    if abs(shown) < 1:  # below the smallest unit
-        return f"{shown:.3g} {name}"
-    digits = max(0, 2 - math.floor(math.log10(abs(shown))))
-    return f"{shown:.{digits}f} {name}"
+    """``value`` (base units) with three significant figures in the unit of ``units`` that
+    fits it (or that ``like`` takes): :func:`greenml.quantities.scaled`."""
+    return q.scaled(value, units, like=like)
 
 
-ENERGY_UNITS = ((1e-3, "mJ"), (1.0, "J"), (1e3, "kJ"), (3.6e6, "kWh"), (3.6e9, "MWh"),
-                (3.6e12, "GWh"), (3.6e15, "TWh"))  # fmt: skip
-"""Joules as people read them: J and kJ for small figures, then kWh (no Wh: one family)."""
-MASS_UNITS = ((1e-6, "µg"), (1e-3, "mg"), (1.0, "g"), (1e3, "kg"), (1e6, "t"))
-"""Grams of CO2eq, from micrograms to tonnes."""
+ENERGY_UNITS = tuple((unit[0], unit[1]) for unit in q.ENERGY_UNITS)
+MASS_UNITS = q.MASS_UNITS
+POWER_UNITS = q.POWER_UNITS
 
 
 def energy(joules: float, like: float | None = None) -> str:
     """Joules in the unit a person reads best: ``51.0 J``, ``14.2 kJ``, ``560 kWh``
     (in the unit of ``like`` when given)."""
-    return scaled(joules, ENERGY_UNITS, like)
+    return q.energy(joules, like=like)
 
 
 def duration(seconds: float) -> str:
     """``1:02:03`` for long runs, ``12.3 s`` for short ones."""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}"
+    return q.elapsed(seconds)
 
 
 def percent(rel: float) -> str:
-    return f"±{rel * 100:.0f} %" if rel >= 0.01 else f"±{rel * 100:.1f} %"
+    """A relative uncertainty: ``±12 %``."""
+    return q.pm(rel)
 
 
 def status_line(
@@ -101,10 +79,7 @@ def fit_width(line: str, columns: int) -> str:
 
 def power(watts: float) -> str:
     """Watts with three significant figures: ``13.0 W``, ``1.51 kW``."""
-    return scaled(watts, POWER_UNITS)
-
-
-POWER_UNITS = ((1e-3, "mW"), (1.0, "W"), (1e3, "kW"), (1e6, "MW"))
+    return q.power(watts)
 
 
 def measurement_table(m: Measurement, title: str, columns: int | None = None) -> Any:
@@ -161,17 +136,12 @@ def print_err(renderable: Any) -> None:
 
 def co2(kg: float) -> str:
     """Kilograms of CO2eq in the unit a person reads best: ``57.2 mg CO2eq``, ``1.20 t CO2eq``."""
-    return f"{scaled(kg * 1000.0, MASS_UNITS)} CO2eq"
+    return q.co2(kg * 1000.0)
 
 
 def usd(amount: float) -> str:
-    """Dollars with cents, or two significant digits below a cent (``$0.000066``)."""
-    sign = "-" if amount < 0 else ""
-    value = abs(amount)
-    if value >= 1 or value == 0:
-        return f"{sign}${value:,.2f}"
-    digits = min(10, max(2, 1 - math.floor(math.log10(value))))
-    return f"{sign}${value:.{digits}f}"
+    """Dollars (:func:`greenml.quantities.money`): ``$12.35``, ``$0.000066``."""
+    return q.money(amount, digits=2)
 
 
 def carbon_lines(block: dict[str, Any] | None) -> list[str]:
@@ -185,8 +155,8 @@ def carbon_lines(block: dict[str, Any] | None) -> list[str]:
         return [f"carbon: {status} — {why}" if why else f"carbon: {status}"]
     rel = block.get("uncertainty_rel")
     spread = f" {percent(rel)}" if rel is not None else ""
-    it_j = float(block.get("it_energy_kwh", 0.0)) * JOULES_PER_KWH
-    facility_j = float(block.get("facility_energy_kwh", 0.0)) * JOULES_PER_KWH
+    it_j = float(block.get("it_energy_kwh", 0.0)) * J_PER_KWH
+    facility_j = float(block.get("facility_energy_kwh", 0.0)) * J_PER_KWH
     return [
         f"carbon: {co2(block['kg'])}{spread} ({block.get('method', '')})",
         f"        {block.get('intensity_g_per_kwh', 0.0):.0f} g/kWh — {block.get('source', '')}",
@@ -214,13 +184,13 @@ def footprint_lines(blocks: dict[str, Any]) -> list[str]:
     water = blocks.get("water") or {}
     if water.get("litres") is not None:
         wue = water.get("wue_l_per_kwh")
-        onsite = (f"on-site {_litres(water.get('onsite_l'))} at WUE {wue} L/kWh" if wue
+        rel = water.get("uncertainty_rel")
+        onsite = (f"on-site {_litres(water.get('onsite_l'), rel)} at WUE {wue} L/kWh" if wue
                   else "no on-site cooling water")  # fmt: skip
         offsite = ("off-site unknown: a lower bound" if water.get("offsite_l") is None
-                   else f"off-site {_litres(water['offsite_l'])} (generation)")  # fmt: skip
-        rel = water.get("uncertainty_rel")
+                   else f"off-site {_litres(water['offsite_l'], rel)} (generation)")  # fmt: skip
         spread = f" {percent(rel)}" if isinstance(rel, (int, float)) else ""
-        lines.append(f"water: {_litres(water['litres'])}{spread} ({onsite}; {offsite})")
+        lines.append(f"water: {_litres(water['litres'], rel)}{spread} ({onsite}; {offsite})")
     flops = blocks.get("flops") or {}
     if flops.get("flops") is not None:
         mfu = flops.get("mfu")
@@ -231,11 +201,11 @@ def footprint_lines(blocks: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _litres(value: Any) -> str:
+def _litres(value: Any, rel: Any = None) -> str:
     """``0.479 mL``, ``2.5 L``: litres in a unit that fits."""
     if not isinstance(value, (int, float)):
         return "?"
-    return f"{value * 1000:.3g} mL" if abs(value) < 1 else f"{value:.3g} L"
+    return q.litres(float(value), rel if isinstance(rel, (int, float)) else None)
 
 
 def cost_lines(block: dict[str, Any] | None, show_unknown: bool = False) -> list[str]:

@@ -8,29 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import greenml.quantities as q
 from greenml.compress.result import ITEM_NOTE, CompressionResult
 from greenml.compress.variants import Variant
-from greenml.report.sigfig import sig
+from greenml.quantities import sig
 
 RECOMMENDED, FRONT = "★", "•"
 
 
 def joules(value: float) -> str:
-    """Joules with three significant figures, in mJ below one joule and kJ from 1,000."""
-    if value >= 1000:
-        return f"{sig(value / 1000, 3)} kJ"
-    if value >= 1 or value == 0:
-        return f"{sig(value, 3)} J"
-    return f"{sig(value * 1000, 3)} mJ"
+    """Joules with three significant figures in the unit that fits (:mod:`greenml.quantities`)."""
+    return q.energy(value, digits=3)
 
 
 def seconds(value: float) -> str:
-    """A latency: µs, ms or s, three significant figures."""
-    if value < 1e-3:
-        return f"{sig(value * 1e6, 3)} µs"
-    if value < 1:
-        return f"{sig(value * 1e3, 3)} ms"
-    return f"{sig(value, 3)} s"
+    """A latency: µs, ms or s (minutes beyond), three significant figures."""
+    return q.duration(value, 3)
 
 
 def size(nbytes: int) -> str:
@@ -42,7 +35,8 @@ def size(nbytes: int) -> str:
 
 
 def pct(rel: float) -> str:
-    return f"±{rel * 100:.0f} %" if rel >= 0.01 else f"±{rel * 100:.1f} %"
+    """A relative uncertainty: ``±12 %``."""
+    return q.pm(rel)
 
 
 def table(result: CompressionResult) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from greenml.measure.measurement import JOULES_PER_KWH
+from greenml.quantities import J_PER_KWH as JOULES_PER_KWH
 
 SEVERITIES = ("high", "medium", "low", "info")
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from greenml.diagnose.findings import Finding, severity_of
 from greenml.diagnose.timeline import Timeline
+from greenml.quantities import energy
 
 CPU_BUSY_ABOVE = 0.60
 MIN_TIME_SHARE = 0.05
@@ -88,7 +89,7 @@ def window_finding(windows: list[dict[str, Any]]) -> Finding | None:
         title=f"data loading takes {share:.0%} of the step time",
         evidence=(
             f"{len(data)} data windows took {data_s:.1f} s against {compute_s:.1f} s in "
-            f"{len(compute)} compute windows; {data_j / 3.6e6:.3g} kWh was spent waiting for data"
+            f"{len(compute)} compute windows; {energy(data_j)} was spent waiting for data"
         ),
         recommendation=ADVICE,
         energy_at_stake_j=data_j,

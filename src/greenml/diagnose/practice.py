@@ -21,7 +21,7 @@ from greenml.accounting.static import cloud_region_source, country_source, zone_
 from greenml.diagnose.findings import Finding
 from greenml.errors import ConfigError
 from greenml.hardware.gpu import gpu_spec
-from greenml.measure.measurement import JOULES_PER_KWH
+from greenml.quantities import J_PER_KWH as JOULES_PER_KWH
 
 CLEANER_BY = 0.20
 MIN_RUNS = 3

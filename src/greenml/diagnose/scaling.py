@@ -14,6 +14,7 @@ from statistics import median
 from typing import Any
 
 from greenml.diagnose.stragglers import by_rank
+from greenml.quantities import energy
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ def comm_compute_split(
     frac = comm_s / total if total > 0 else 0.0
     text = (
         f"communication {frac:.0%} of the marked time ({comm_s:.3g} s of {total:.3g} s "
-        f"over {len(per_rank)} rank(s)), {comm_j / 1000:.3g} kJ"
+        f"over {len(per_rank)} rank(s)), {energy(comm_j)}"
         if total > 0
         else f"no {comm!r}/{compute!r} windows"
     )

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from greenml.accounting.equivalences import equivalences
 from greenml.errors import ConfigError
 from greenml.estimation.inputs import (
-    J_PER_KWH,
     Steps,
     energy_text,
     mass_text,
@@ -35,6 +34,7 @@ from greenml.estimation.inputs import (
     resolve_pue,
 )
 from greenml.estimation.uncertainty import Spread, spread_of
+from greenml.quantities import J_PER_KWH
 
 if TYPE_CHECKING:
     from greenml.accounting.equivalences import Equivalence

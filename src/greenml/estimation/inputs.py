@@ -15,13 +15,13 @@ from greenml.accounting.intensity import ConstantSource
 from greenml.accounting.pue import Pue, pue_for
 from greenml.errors import ConfigError
 from greenml.hardware.gpu import GpuSpec, gpu_spec, normalize_precision
+from greenml.quantities import J_PER_KWH
 
 if TYPE_CHECKING:
     from greenml.accounting.intensity import IntensitySource
     from greenml.accounting.pue import Pue
     from greenml.hardware.gpu import GpuSpec
 
-J_PER_KWH = 3.6e6
 _NO_INTENSITY = (
     "carbon unknown: no carbon intensity given; give ci (gCO2eq/kWh) or a location "
     "(--region, --zone or --country) to look one up"

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 from greenml.accounting.intensity import IntensitySource
 from greenml.measure.meter import Meter
+from greenml.quantities import J_PER_KWH
 
 log = logging.getLogger("greenml")
 
-J_PER_KWH = 3.6e6
 WINDOW = "greenml-live"
 
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from greenml.quantities import J_PER_KWH as JOULES_PER_KWH
+
 Method = Literal["counter", "power-integrated", "estimated"]
 COUNTER: Method = "counter"
 POWER_INTEGRATED: Method = "power-integrated"
@@ -32,7 +34,6 @@ ESTIMATED: Method = "estimated"
 # From most to least direct; a mix of methods is labelled by the weakest one.
 _METHOD_RANK: dict[str, int] = {COUNTER: 0, POWER_INTEGRATED: 1, ESTIMATED: 2}
 
-JOULES_PER_KWH = 3.6e6
 
 DYNAMIC = "dynamic"
 """Part name: energy the work itself caused (the CPU model: from its CPU-seconds)."""

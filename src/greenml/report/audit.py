@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+import greenml.quantities as q
 from greenml.advise.audit import GROUPS, Audit, audit
 from greenml.report.model import Report, Section, Table
-from greenml.report.sigfig import digits_for, round_to, sig
 
 if TYPE_CHECKING:
     from greenml.report.runset import RunSet
@@ -78,13 +78,12 @@ def _stake(item: Any) -> str:
     parts = []
     if item.energy_j is not None:
         rel = getattr(item, "uncertainty_rel", None)
-        kwh = item.energy_j / 3.6e6
         if rel is None:
-            parts.append(f"{kwh:.3g} kWh")
+            parts.append(q.energy(item.energy_j))
         else:
-            parts.append(f"{sig(round_to(kwh, rel), digits_for(rel))} kWh ±{rel * 100:.0f} %")
+            parts.append(f"{q.energy(item.energy_j, uncertainty_rel=rel)} {q.pm(rel)}")
     if item.usd is not None:
-        parts.append(f"${item.usd:,.2f}")
+        parts.append(q.money(item.usd))
     if item.co2_g is not None:
-        parts.append(f"{item.co2_g / 1000:.3g} kg CO2eq")
+        parts.append(q.co2(item.co2_g))
     return ", ".join(parts) or "-"

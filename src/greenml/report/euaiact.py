@@ -23,13 +23,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from greenml.errors import ConfigError
+from greenml.quantities import J_PER_MWH
 from greenml.report import prose
 from greenml.report import records as rec
 from greenml.report import sigfig as fmt
 from greenml.report.model import Report, Section, Table
 from greenml.report.runset import RunSet
 
-J_PER_MWH = 3.6e9
 DELEGATED_ACT_NOTE = (
     "The Commission has not yet adopted the delegated act under Article 53(5) that will "
     "detail measurement and calculation methodologies for points 2(d) and 2(e) of Annex XI; "
@@ -40,7 +40,7 @@ DELEGATED_ACT_NOTE = (
 
 def mwh_text(joules: float, uncertainty_rel: float | None = None) -> str:
     """MWh with at least two significant figures (three when known to better than ±5 %)."""
-    return f"{fmt.sig(joules / J_PER_MWH, fmt.digits_for(uncertainty_rel))} MWh"
+    return fmt.mwh(joules, fmt.digits_for(uncertainty_rel))
 
 
 def build(

@@ -8,24 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from greenml.quantities import energy_axis
 from greenml.report import records as rec
 from greenml.report.model import Figure, Series
 
 if TYPE_CHECKING:
     from greenml.report.runset import RunSet
 
-J_PER_KWH = 3.6e6
-ENERGY_AXIS_UNITS = ((1.0, "J"), (1e3, "kJ"), (J_PER_KWH, "kWh"), (1e3 * J_PER_KWH, "MWh"))
-
-
-def energy_axis(largest_j: float) -> tuple[float, str]:
-    """(joules per unit, unit) for a chart whose largest value is ``largest_j``: the
-    biggest unit in which it is at least 1, so an axis never reads 2.43e-06 kWh."""
-    size, name = ENERGY_AXIS_UNITS[0]
-    for candidate, label in ENERGY_AXIS_UNITS:
-        if largest_j >= candidate:
-            size, name = candidate, label
-    return size, name
 MAX_POINTS = 600
 """Power timelines are thinned to about this many points per component."""
 

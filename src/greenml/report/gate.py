@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from greenml.errors import ConfigError
 from greenml.measure.measurement import DYNAMIC, STATIC, DeviceEnergy, Measurement
+from greenml.quantities import energy
 from greenml.report.compare import (
     Amount,
     Change,
@@ -58,7 +59,6 @@ from greenml.report.compare import (
     run_figures,
     same_setup,
 )
-from greenml.report.quantities import energy
 from greenml.report.work import common_unit, display_per, per_label
 
 Outcome = Literal["pass", "inconclusive", "fail"]

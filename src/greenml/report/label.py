@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from greenml.errors import ConfigError
+from greenml.quantities import sig
 from greenml.report.compare import estimate, records_of
 from greenml.report.label_reference import (
     REFERENCE_FILE,
@@ -28,7 +29,6 @@ from greenml.report.label_reference import (
     stars_for,
 )
 from greenml.report.model import Figure, Report, Section, Series, Table
-from greenml.report.quantities import sig
 from greenml.report.work import parse_amount, work_of
 
 Scope = Literal["gpu", "total"]

@@ -14,8 +14,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from greenml.quantities import sig
 from greenml.report.model import Figure, Report, Section, Table
-from greenml.report.sigfig import sig
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>])")
 _LINE_START = re.compile(r"^(\s*)([#>+-]|\d+\.)(\s)", re.MULTILINE)

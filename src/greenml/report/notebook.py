@@ -8,9 +8,11 @@ running one shows what it has measured so far.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+import greenml.quantities as q
 from greenml.measure.html import measurement_html
 
 if TYPE_CHECKING:
@@ -45,10 +47,10 @@ def record_html(record: dict[str, Any]) -> str:
     rows = [
         ("run", f"{record.get('name') or ''} {record.get('id')}"),
         ("status", str(record.get("status"))),
-        ("energy", f"{(energy.get('total_kwh') or 0):.4g} kWh "
-                   f"(±{(energy.get('uncertainty_rel') or 0) * 100:.0f} %)"),
-        ("CO2eq", _known(carbon.get("kg"), "kg", carbon)),
-        ("cost", _known(cost.get("usd"), "USD", cost)),
+        ("energy", f"{q.energy((energy.get('total_kwh') or 0) * q.J_PER_KWH)} "
+                   f"({q.pm(energy.get('uncertainty_rel') or 0)})"),
+        ("CO2eq", _known(carbon.get("kg"), lambda kg: q.co2(kg * 1000), carbon)),
+        ("cost", _known(cost.get("usd"), q.money, cost)),
     ]  # fmt: skip
     table = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{escape(v)}</td></tr>"
                     for k, v in rows)  # fmt: skip
@@ -59,7 +61,7 @@ def record_html(record: dict[str, Any]) -> str:
     return f"<table>{table}</table>{statement}"
 
 
-def _known(value: Any, unit: str, block: dict[str, Any]) -> str:
+def _known(value: Any, shown: Callable[[float], str], block: dict[str, Any]) -> str:
     if isinstance(value, int | float):
-        return f"{value:.4g} {unit}"
+        return shown(float(value))
     return f"{block.get('status', 'unknown')}: {block.get('hint') or block.get('reason') or ''}"

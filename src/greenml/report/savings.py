@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from greenml.errors import ConfigError
+from greenml.quantities import sig
 from greenml.report import savings_sections as text
 from greenml.report.compare import (
     METRICS,
@@ -30,7 +31,6 @@ from greenml.report.compare import (
     run_figures,
 )
 from greenml.report.model import Report
-from greenml.report.quantities import sig
 from greenml.report.savings_model import Context, Payback, Saving
 from greenml.report.work import common_unit, per_label
 

@@ -6,9 +6,9 @@ Text only: every number comes from :mod:`greenml.report.savings`.
 from __future__ import annotations
 
 from greenml.accounting.equivalences import Equivalence, equivalences
+from greenml.quantities import energy, mass, money, sig
 from greenml.report.compare import METRICS, Metric
 from greenml.report.model import Figure, Section, Series, Table
-from greenml.report.quantities import energy, mass, money, sig
 from greenml.report.savings_model import Context, Payback, Saving
 from greenml.report.work import display_per, per_label
 

@@ -32,12 +32,12 @@ from greenml.hardware.embodied import (
     Embodied,
     amortize,
 )
+from greenml.quantities import J_PER_KWH
 from greenml.report import prose
 from greenml.report import sigfig as fmt
 from greenml.report.model import Report, Section, Table
 from greenml.report.runset import RunSet
 
-J_PER_KWH = 3.6e6
 WHOLE_UNITS = frozenset({"training run", "training", "job", "experiment", "model", "search"})
 """Functional units that the whole run set is one of, when ``--units`` is not given."""
 _LEADING_NUMBER = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s+(\S.*?)\s*$")

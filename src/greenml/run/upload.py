@@ -15,7 +15,8 @@ A run the server refuses (4xx: bad token, wrong project …) is not retried:
 its marker moves to ``uploads/refused/`` with the reason, said once.
 greenml never fails the user's command over an upload.
 
-Lazy imports: httpx and the store's export, only when a run is sent.
+Lazy imports: httpx (in :mod:`greenml.client`) and the store's export, only when a
+run is sent.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from greenml.client import TeamClient
 from greenml.errors import GreenmlError, UploadError
 from greenml.run.server_settings import ServerSettings, server_settings
 from greenml.run.spool_paths import private_folder, public_url, spool_dir
@@ -39,8 +41,6 @@ if TYPE_CHECKING:
     from greenml.store.repository import Store
 
 log = logging.getLogger("greenml")
-TIMEOUT_S = 30.0
-CONNECT_TIMEOUT_S = 3.0
 REFUSED = "refused"
 RETRY_EVERY_S = 60.0
 """At most one quiet try a minute from command starts while the server is unreachable."""
@@ -83,8 +83,6 @@ def send_run(
         UploadError: No token, the server is unreachable or answered 5xx (``retry``),
             or it refused the run (4xx, ``retry`` False).
     """
-    import httpx
-
     from greenml.store.transfer import export_run
 
     if not settings.token:
@@ -92,20 +90,7 @@ def send_run(
                           retry=False)  # fmt: skip
     document = export_run(store, run_id, ledger_entry=ledger_entry, user=_user())
     body = json.dumps(document, allow_nan=False, separators=(",", ":")).encode()
-    timeout = httpx.Timeout(TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
-    try:
-        response = httpx.post(
-            f"{settings.url}/api/v1/runs", content=body, timeout=timeout,
-            headers={"Authorization": f"Bearer {settings.token}",
-                     "Content-Type": "application/json"},
-        )  # fmt: skip
-    except httpx.HTTPError as exc:
-        raise UploadError(f"{settings.url} unreachable: {type(exc).__name__}: {exc}") from exc
-    if response.status_code in (200, 201):
-        return response.status_code == 201
-    reason = _reason(response)
-    raise UploadError(f"{settings.url} answered {response.status_code}: {reason}",
-                      retry=response.status_code >= 500 or response.status_code == 429)  # fmt: skip
+    return TeamClient(settings, UploadError).post_json("/api/v1/runs", body) == 201
 
 
 def push_pending(store: Store, settings: ServerSettings) -> tuple[int, int, list[str]]:
@@ -213,13 +198,6 @@ def _read(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return found if isinstance(found, dict) and "run_id" in found else None
-
-
-def _reason(response: Any) -> str:
-    try:
-        return str(response.json().get("error") or response.text)[:300]
-    except ValueError:
-        return " ".join(response.text.split())[:300] or response.reason_phrase
 
 
 def _user() -> str | None:

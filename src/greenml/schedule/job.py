@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from greenml.errors import ConfigError
-from greenml.measure.measurement import JOULES_PER_KWH
+from greenml.quantities import J_PER_KWH as JOULES_PER_KWH
 
 
 @dataclass(frozen=True)

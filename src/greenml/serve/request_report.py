@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from greenml.measure.measurement import JOULES_PER_KWH
+from greenml.quantities import J_PER_KWH as JOULES_PER_KWH
 
 ATTRIBUTION = "time-overlap share of sampled power"
 

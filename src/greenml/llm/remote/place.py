@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from greenml.accounting.carbon import intensity_uncertainty
 from greenml.accounting.water import DEFAULT_WUE, PROVIDER_WUE, OffsiteWater, Wue, offsite_water
+from greenml.quantities import J_PER_KWH
 
-J_PER_KWH = 3.6e6
 PUE_ASSUMED = 1.2  # matches the overhead in greenml.llm.remote.energy_model (IT = facility ÷ PUE)
 _DEFAULTS = {
     "openai": (

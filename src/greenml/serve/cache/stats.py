@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from greenml.errors import CacheUnavailable
-from greenml.measure.measurement import JOULES_PER_KWH
+from greenml.quantities import J_PER_KWH as JOULES_PER_KWH
 
 CREDIT = "each hit credited with the measured mean energy of a miss"
 FIELDS = ("hits", "misses", "measured_misses", "miss_energy_j", "miss_energy_sq_j2",

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from greenml.report.quantities import mass, percent
+from greenml.quantities import litres as litres_text
+from greenml.quantities import mass, percent
 from greenml.server.dashboard.layout import table
 
 
@@ -46,13 +47,14 @@ def _water_row(block: Any) -> list[object]:
         return ["water consumed", "unknown", "", "", _why(block, ABSENT["water consumed"])]
     litres = float(block["litres"])
     rel = float(block.get("uncertainty_rel") or 0.0)
-    parts = f"on-site {_litres(block.get('onsite_l'))} (WUE {block.get('wue_l_per_kwh')} L/kWh: "
-    parts += f"{block.get('wue_source') or '?'}); off-site {_litres(block.get('offsite_l'))}"
+    onsite, offsite = _litres(block.get("onsite_l"), rel), _litres(block.get("offsite_l"), rel)
+    parts = f"on-site {onsite} (WUE {block.get('wue_l_per_kwh')} L/kWh: "
+    parts += f"{block.get('wue_source') or '?'}); off-site {offsite}"
     if block.get("offsite_source"):
         parts += f" ({block['offsite_source']})"
     elif block.get("offsite_reason"):
         parts += f" ({block['offsite_reason']})"
-    return ["water consumed", _litres(litres), block.get("method") or "", "±" + percent(rel),
+    return ["water consumed", _litres(litres, rel), block.get("method") or "", "±" + percent(rel),
             parts]  # fmt: skip
 
 
@@ -72,11 +74,10 @@ def _flops_row(block: Any) -> list[object]:
             "±" + percent(rel), "; ".join(detail)]  # fmt: skip
 
 
-def _litres(value: Any) -> str:
+def _litres(value: Any, rel: float | None = None) -> str:
     if value is None:
         return "unknown"
-    litres = float(value)
-    return f"{litres * 1000:.3g} mL" if litres < 1 else f"{litres:.3g} L"
+    return litres_text(float(value), rel or None)
 
 
 ABSENT = {

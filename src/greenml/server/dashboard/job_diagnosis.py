@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi import Request
 
-from greenml.report.quantities import energy, percent
+from greenml.quantities import energy, percent
 from greenml.report.svg import esc
 from greenml.server.api_job_diagnosis import project_job_diagnosis
 from greenml.server.auth import Scope

@@ -12,7 +12,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from greenml.report.quantities import energy, mass, money, percent
+from greenml.quantities import energy, mass, money, percent
 from greenml.report.svg import esc
 from greenml.server.api_jobs import MAX_JOBS, project_job, project_jobs
 from greenml.server.dashboard.job_diagnosis import diagnosis_section

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
 from greenml.errors import AccessDenied, ConfigError
-from greenml.report.quantities import energy, mass, money
+from greenml.quantities import energy, mass, money
 from greenml.report.svg import esc
 from greenml.server.api_runs import run_filter
 from greenml.server.auth import SESSION_COOKIE, SESSION_TTL_S

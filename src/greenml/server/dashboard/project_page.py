@@ -9,9 +9,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from greenml.errors import ConfigError, GreenmlError
-from greenml.report.figures import energy_axis
+from greenml.quantities import energy, energy_axis, mass, mass_axis, money, percent
 from greenml.report.model import Figure, Series
-from greenml.report.quantities import energy, mass, money, percent
 from greenml.report.svg import esc
 from greenml.server.dashboard.layout import figure_html, link, page, table
 from greenml.server.dashboard.run_page import downloads
@@ -40,11 +39,12 @@ def project_view(request: Request, period: str = "week") -> Response:
     measured = sum((b["measured_share"] or 0) * (b["energy_j"] or 0) for b in buckets)
     labels = [b["period_start"] for b in buckets]
     e_scale, e_unit = energy_axis(max((b["energy_j"] or 0 for b in buckets), default=0.0))
+    g_scale, g_unit = mass_axis(max((b["co2_g"] or 0 for b in buckets), default=0.0))
     figures = [
         (title, _bars(title, unit, labels, buckets, key, scale))
         for title, unit, key, scale in (
             (f"IT energy per {period}", e_unit, "energy_j", 1 / e_scale),
-            (f"CO2eq per {period}, runs with known carbon", "kg", "co2_g", 1 / 1000),
+            (f"CO2eq per {period}, runs with known carbon", g_unit, "co2_g", 1 / g_scale),
             (f"Cost per {period}, runs with a known price", "USD", "cost_usd", 1.0),
         )
     ]  # fmt: skip

@@ -10,10 +10,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from greenml.errors import GreenmlError
+from greenml.quantities import energy, mass, money, percent
 from greenml.report.figures import intensity_over_run
 from greenml.report.kinds import KINDS
 from greenml.report.model import Figure, Series
-from greenml.report.quantities import energy, mass, money, percent
 from greenml.report.svg import esc
 from greenml.server.api_runs import run_document
 from greenml.server.dashboard.footprint import footprint_html
