@@ -8,9 +8,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from greenml.report.figures import energy_axis
+from greenml.quantities import energy, energy_axis, mass, percent, sig
 from greenml.report.model import Figure, Series
-from greenml.report.quantities import energy, mass, percent, sig
 from greenml.report.svg import esc
 from greenml.server.api_runs import parse_time
 from greenml.server.api_serving import BUCKETS, figures
