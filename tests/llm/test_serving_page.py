@@ -18,6 +18,7 @@ import openai
 import pytest
 
 from greenml.store import access, open_store
+from tests.exporter.recording_server import recording_server
 from tests.llm.conftest import Engine
 from tests.llm.engine import free_port, prompt
 from tests.server.live import LiveServer
@@ -57,11 +58,14 @@ def test_proxy_started_engine_and_serving_page_agree_with_the_proxy(
            "TRANSFORMERS_OFFLINE": "1",
            "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}  # fmt: skip
     log = tmp_path / "proxy.log"
+    collector_cm = recording_server()
+    collector = collector_cm.__enter__()
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "greenml", "llm", "proxy", "--upstream",
              f"http://127.0.0.1:{engine_port}", "--port", str(port), "--engine-cmd", engine_cmd,
-             "--db", proxy_db, "--server", server.url, "--server-every", "1"],
+             "--db", proxy_db, "--server", server.url, "--server-every", "1",
+             "--otlp-endpoint", f"{collector.url}/v1/metrics"],
             stdout=out, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -119,7 +123,28 @@ def test_proxy_started_engine_and_serving_page_agree_with_the_proxy(
         assert "LLM serving · project chat" in html and "<strong>12</strong> requests" in html
         assert "J per output token" in html and 'data-kind="line"' in html
         assert all(x["name"] in html for x in remote["tenants"])
+        assert _otlp_sum(collector, "greenml.llm.energy") == pytest.approx(
+            local["attributed_j"], rel=1e-6)  # fmt: skip
+        assert _otlp_sum(collector, "greenml.llm.requests") == 12
     finally:
+        collector_cm.__exit__(None, None, None)
         if proc.poll() is None:
             proc.kill()
         server.stop()
+
+
+def _otlp_sum(collector: object, name: str) -> float:
+    """The newest cumulative value of an OTLP counter the collector received, over its series."""
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceRequest,
+    )
+
+    latest = 0.0
+    for req in collector.requests:  # type: ignore[attr-defined]
+        message = ExportMetricsServiceRequest.FromString(req.body)
+        for rm in message.resource_metrics:
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    if m.name == name:
+                        latest = sum(p.as_double or p.as_int for p in m.sum.data_points)
+    return latest

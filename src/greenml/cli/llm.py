@@ -64,6 +64,8 @@ def _url(text: str, option: str = "--upstream") -> str:
 @click.option("--node", "nodes", multiple=True, metavar="NAME",
               help="Another node of a multi-node engine, reporting with `greenml llm node` "
                    "(repeat; needs GREENML_NODE_TOKEN).")  # fmt: skip
+@click.option("--otlp-endpoint", envvar="GREENML_OTLP_ENDPOINT", metavar="URL",
+              help="Also export the figures as OTLP metrics (HTTP, …/v1/metrics).")  # fmt: skip
 @location_options
 def proxy(
     upstream: str,
@@ -81,6 +83,7 @@ def proxy(
     server_url: str | None,
     server_every: float,
     nodes: tuple[str, ...],
+    otlp_endpoint: str | None,
     zone: str | None,
     region: str | None,
     country: str | None,
@@ -133,8 +136,13 @@ def proxy(
             name = f"{socket.gethostname()}:{port}"
             uplink = ServingUplink(settings, name, source.method, source.scope,
                                    every_s=server_every)  # fmt: skip
+        otlp = None
+        if otlp_endpoint:
+            from greenml.llm.otlp import OtlpMetrics
+
+            otlp = OtlpMetrics(_url(otlp_endpoint, "--otlp-endpoint"), source.method, source.scope)
         app = ProxyApp(config, source, writer=writer, carbon=HourlyIntensity(source_ci, how),
-                       uplink=uplink)  # fmt: skip
+                       uplink=uplink, otlp=otlp)  # fmt: skip
         sent = "" if settings is None else f"; per-minute figures to {settings.url}"
         click.echo(
             f"greenml llm proxy: http://{host}:{port} -> {config.upstream}; "

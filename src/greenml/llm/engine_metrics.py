@@ -8,8 +8,10 @@ is reported (``/metrics``, the log) instead of loading it onto proxied requests.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 log = logging.getLogger("greenml")
 
@@ -84,3 +86,16 @@ def _share(engine: float, proxy: float) -> float | None:
     if engine <= 0:
         return None
     return min(1.0, max(0.0, (engine - proxy) / engine))
+
+
+async def scrape_engine(client: Any, url: str, every_s: float, into: Unattributed) -> None:
+    """Read the engine's token counters every ``every_s`` into ``into``, until cancelled."""
+    while True:
+        try:
+            page = await client.get(url)
+            tokens = parse_engine_tokens(page.text)
+            if tokens is not None:
+                into.scraped(tokens)
+        except Exception as exc:  # an engine without metrics: said, never fatal
+            log.warning("greenml: engine metrics at %s: %s", url, exc)
+        await asyncio.sleep(every_s)

@@ -46,7 +46,7 @@ from greenml.llm.asgi_io import (
     too_large,
 )
 from greenml.llm.carbon import HourlyIntensity
-from greenml.llm.engine_metrics import Unattributed, parse_engine_tokens
+from greenml.llm.engine_metrics import Unattributed, scrape_engine
 from greenml.llm.inflight import (
     CANCELLED,
     COMPLETED,
@@ -66,6 +66,7 @@ from greenml.llm.usage import estimate_prompt_tokens, generated_tokens, parse_js
 if TYPE_CHECKING:
     import httpx
 
+    from greenml.llm.otlp import OtlpMetrics
     from greenml.llm.records import RecordWriter
     from greenml.llm.uplink import ServingUplink
 
@@ -74,6 +75,7 @@ log = logging.getLogger("greenml")
 MEASURED = frozenset({"/v1/chat/completions", "/v1/completions", "/v1/embeddings"})
 ENERGY_HEADER = b"x-greenml-energy-j"
 SETTLED_KEPT = 10_000
+KEEPALIVE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -111,11 +113,13 @@ class ProxyApp:
         writer: RecordWriter | None = None,
         carbon: HourlyIntensity | None = None,
         uplink: ServingUplink | None = None,
+        otlp: OtlpMetrics | None = None,
     ) -> None:
         self.config = config
         self.source = source
         self.writer = writer
         self.uplink = uplink
+        self.otlp = otlp
         self.carbon = carbon or HourlyIntensity(None, "carbon unknown: no location set")
         self.metrics = ProxyMetrics()
         self.unattributed = Unattributed()
@@ -136,7 +140,9 @@ class ProxyApp:
         if self._started:
             return
         self._started = True
-        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
+        # engines close idle connections after 5 s (uvicorn's default): let ours go first
+        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200,
+                              keepalive_expiry=KEEPALIVE_S)  # fmt: skip
         timeout = httpx.Timeout(connect=5.0, read=None, write=None, pool=None)
         self._client = httpx.AsyncClient(limits=limits, timeout=timeout)
         for name in ("accept-encoding", "user-agent", "accept"):
@@ -144,8 +150,11 @@ class ProxyApp:
         self.ticker.start()
         if self.uplink is not None:
             self.uplink.start()
-        if self.config.engine_metrics:
-            self._tasks.append(asyncio.ensure_future(self._scrape_engine()))
+        c = self.config
+        if c.engine_metrics:
+            scrape = scrape_engine(self._client, c.engine_metrics, c.engine_metrics_every_s,
+                                   self.unattributed)  # fmt: skip
+            self._tasks.append(asyncio.ensure_future(scrape))
 
     async def shutdown(self) -> None:
         for task in self._tasks:
@@ -158,6 +167,8 @@ class ProxyApp:
             self.writer.close()
         if self.uplink is not None:
             self.uplink.close()
+        if self.otlp is not None:
+            self.otlp.close()
 
     # ----------------------------------------------------------------- sinks
 
@@ -175,6 +186,8 @@ class ProxyApp:
             self.writer.add(row)
         if self.uplink is not None:
             self.uplink.rollup.add_request(row)
+        if self.otlp is not None:
+            self.otlp.settled(row)
 
     def _idle(self, start_s: float, end_s: float, energy_j: float) -> None:
         self.metrics.idle_energy(energy_j)
@@ -182,6 +195,8 @@ class ProxyApp:
             self.writer.add_idle(idle_row(start_s, end_s, energy_j, self.source.method))
         if self.uplink is not None:
             self.uplink.rollup.add_idle(end_s, energy_j, self.carbon.co2eq_g(energy_j, end_s)[0])
+        if self.otlp is not None:
+            self.otlp.idle(energy_j)
 
     # ------------------------------------------------------------------ ASGI
 
@@ -261,7 +276,7 @@ class ProxyApp:
         )  # fmt: skip
         w0 = time.perf_counter()
         try:
-            upstream = await self._client.send(request, stream=True)
+            upstream = await self._send_upstream(request)
         except Exception as exc:  # engine down: one line, the time counts as idle
             self.ledger.discard(req)
             self.metrics.upstream_errors.inc()
@@ -281,6 +296,18 @@ class ProxyApp:
         finally:
             await upstream.aclose()
         self._overhead(time.perf_counter() - t0 - waited)
+
+    async def _send_upstream(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request``; once more when the engine closed a kept-alive connection as it
+        was being reused (it never read the request: nothing was generated twice)."""
+        import httpx
+
+        assert self._client is not None
+        try:
+            return await self._client.send(request, stream=True)
+        except (httpx.RemoteProtocolError, httpx.WriteError) as exc:
+            log.debug("greenml: engine closed a kept-alive connection (%r); sent again", exc)
+            return await self._client.send(request, stream=True)
 
     def _overhead(self, seconds: float) -> None:
         self.metrics.overhead.observe(seconds)
@@ -463,17 +490,6 @@ class ProxyApp:
         key = auth.split(" ", 1)[-1].strip()
         return "key:" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
-    async def _scrape_engine(self) -> None:
-        assert self._client is not None and self.config.engine_metrics
-        while True:
-            try:
-                page = await self._client.get(self.config.engine_metrics)
-                tokens = parse_engine_tokens(page.text)
-                if tokens is not None:
-                    self.unattributed.scraped(tokens)
-            except Exception as exc:
-                log.warning("greenml: engine metrics at %s: %s", self.config.engine_metrics, exc)
-            await asyncio.sleep(self.config.engine_metrics_every_s)
 
 
 __all__ = ["ProxyApp", "ProxyConfig", "uncertainty_j"]
