@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from starlette.requests import Request
 
@@ -32,7 +32,8 @@ def state_of(request: Request) -> ServerState:
 def scope(request: Request, role: str, project: str | None = None) -> Scope:
     """The scope of a request needing ``role`` (see :func:`greenml.server.auth.scope_for`)."""
     state = state_of(request)
-    token = request_token(request, state.sessions)
+    token, csrf = request_token(request, state.sessions)
     if token is None and project is None and state.public_read:
         project = request.query_params.get("project")  # an anonymous reader names the project
-    return scope_for(state.store, token, role, project, public_read=state.public_read)
+    found = scope_for(state.store, token, role, project, public_read=state.public_read)
+    return replace(found, csrf=csrf) if csrf else found
