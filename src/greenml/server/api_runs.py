@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -10,7 +11,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from greenml.errors import ConfigError, RunNotFound
+from greenml.errors import ConfigError, RecordValueError, RunNotFound
 from greenml.server.auth import Scope
 from greenml.server.samples import sample_series
 from greenml.server.state import scope, state_of
@@ -47,17 +48,45 @@ async def upload_run(request: Request) -> JSONResponse:
     """201 when stored, 200 when the run was already there (nothing is written twice)."""
     where = await run_in_threadpool(scope, request, "write")
     body = await request.body()
+    document = await run_in_threadpool(parse_json, body)  # a large body: off the event loop
     try:
-        document = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"malformed JSON: {exc}") from None
-    created = await run_in_threadpool(import_run, state_of(request).store, document,
-                                      where.project_id)  # fmt: skip
+        created = await run_in_threadpool(import_run, state_of(request).store, document,
+                                          where.project_id)  # fmt: skip
+    except RecursionError:
+        raise RecordValueError("the upload is nested too deeply") from None
     run_id = document["record"]["id"]
     return JSONResponse(
         {"id": run_id, "project": where.project, "created": created},
         status_code=201 if created else 200,
     )
+
+
+def parse_json(body: bytes) -> Any:
+    """A JSON body; refused: malformed, nested too deeply, ``NaN``/``Infinity``, ``1e400``.
+
+    Raises:
+        ConfigError: Not JSON (400).
+        RecordValueError: Valid JSON that no run holds (422).
+    """
+    try:
+        return json.loads(body, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise RecordValueError("the JSON body is nested too deeply") from None
+    except RecordValueError:
+        raise
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"malformed JSON: {exc}") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise RecordValueError(f"{name} is not a number a run can hold (JSON has no {name})")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise RecordValueError(f"{text[:40]} is beyond any finite number")
+    return value
 
 
 @router.get("/runs", summary="A project's runs, newest first, one page at a time")
