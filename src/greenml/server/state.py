@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field, replace
 
 from starlette.requests import Request
@@ -11,6 +12,8 @@ from greenml.store.repository import Store
 
 MAX_BODY_BYTES = 256 * 1024 * 1024
 """Default upload limit: an hour at 10 Hz on 8 GPUs is about 40 MB of JSON."""
+UPLOADS_AT_ONCE = 2
+"""Uploads read and parsed at the same time (a parsed body takes ~6x its size in memory)."""
 
 
 @dataclass
@@ -21,6 +24,9 @@ class ServerState:
     public_read: bool = False
     max_body_bytes: int = MAX_BODY_BYTES
     sessions: Sessions = field(default_factory=Sessions)
+    upload_slots: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(UPLOADS_AT_ONCE)
+    )
 
 
 def state_of(request: Request) -> ServerState:
