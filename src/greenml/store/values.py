@@ -1,6 +1,6 @@
 """What the store can hold, checked before a write: texts within their column, numbers sane.
 
-Every length comes from the schema itself (:data:`LIMITS`, read from the
+Every length comes from the schema itself (:func:`limits`, read from the
 ``String(n)`` columns), so SQLite, which does not enforce lengths, and
 PostgreSQL, which does, refuse the same values, and refuse them before the
 database does: a run is refused with one line naming the value, never stored
@@ -10,6 +10,11 @@ on one backend and quarantined on the other. No text holds a NUL character
 Numbers of an uploaded run (:func:`check_numbers`) are finite and below
 :data:`MAX_ABS`; energies are not negative; times fall in :data:`YEARS`. One
 NaN or ``1e308`` stored would make every sum over the project NaN or infinite.
+
+Importing this module does not import SQLAlchemy (``greenml run`` checks its
+``--name`` and ``--tag`` here before the command starts): :func:`limits` reads
+the schema when first called, and :data:`RUN_TEXT_CHARS` is the schema's
+length of a run name and a tag key (a test keeps the two in step).
 """
 
 from __future__ import annotations
@@ -17,18 +22,26 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
+from functools import cache
 from typing import Any
 
 from greenml.errors import RecordValueError
-from greenml.store.schema import metadata
 
-LIMITS: dict[tuple[str, str], int] = {
-    (table.name, column.name): int(getattr(column.type, "length", 0))
-    for table in metadata.tables.values()
-    for column in table.columns
-    if getattr(column.type, "length", None)
-}
-"""(table, column) → the most characters the column holds (``String(n)``), from the schema."""
+RUN_TEXT_CHARS = 255
+"""The most characters of a run name, a tag key, a window name (``String(255)`` columns)."""
+
+
+@cache
+def limits() -> dict[tuple[str, str], int]:
+    """(table, column) → the most characters the column holds (``String(n)``), from the schema."""
+    from greenml.store.schema import metadata
+
+    return {
+        (table.name, column.name): int(getattr(column.type, "length", 0))
+        for table in metadata.tables.values()
+        for column in table.columns
+        if getattr(column.type, "length", None)
+    }
 
 MAX_ABS = 1e30
 """No figure greenml records comes near it (FLOPs of the largest trainings: ~1e25); a sum of
@@ -49,7 +62,16 @@ def check_text(value: str, what: str, table: str, column: str) -> str:
     Raises:
         RecordValueError: Longer than the column, or holding a NUL character.
     """
-    limit = LIMITS[(table, column)]
+    limit = limits()[(table, column)]
+    return check_chars(value, what, limit)
+
+
+def check_chars(value: str, what: str, limit: int) -> str:
+    """``value`` when it has at most ``limit`` characters and no NUL.
+
+    Raises:
+        RecordValueError: It does not.
+    """
     if len(value) > limit:
         raise RecordValueError(
             f"{what} is {len(value)} characters long; the store keeps at most {limit}: "
@@ -60,18 +82,20 @@ def check_text(value: str, what: str, table: str, column: str) -> str:
     return value
 
 
-def check_run_texts(name: str | None, tags: Mapping[str, str], hostname: str | None) -> None:
-    """The texts of a new run: its name, tag keys and values, host name.
+def check_run_texts(
+    name: str | None, tags: Mapping[str, str], hostname: str | None = None
+) -> None:
+    """The texts of a new run: its name, tag keys and values, host name (no SQLAlchemy).
 
     Raises:
         RecordValueError: One is too long or holds a NUL.
     """
     if name is not None:
-        check_text(name, "the run name", "runs", "name")
+        check_chars(name, "the run name", RUN_TEXT_CHARS)
     if hostname is not None:
-        check_text(hostname, "the host name", "runs", "hostname")
+        check_chars(hostname, "the host name", RUN_TEXT_CHARS)
     for key, value in tags.items():
-        check_text(str(key), "a tag key", "run_tags", "key")
+        check_chars(str(key), "a tag key", RUN_TEXT_CHARS)
         if "\x00" in str(value):
             raise RecordValueError(f"the value of tag {str(key)[:40]!r} holds a NUL character")
 
@@ -79,7 +103,7 @@ def check_run_texts(name: str | None, tags: Mapping[str, str], hostname: str | N
 def check_window_names(names: Iterable[str]) -> None:
     """Window names (``windows.name``)."""
     for name in names:
-        check_text(name, "a window name", "windows", "name")
+        check_chars(name, "a window name", RUN_TEXT_CHARS)
 
 
 def check_devices(pairs: Iterable[tuple[str, str]]) -> None:
