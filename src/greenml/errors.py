@@ -4,6 +4,7 @@ Every error class of the package is defined here::
 
     GreenmlError                     the CLI prints it as one line, exit 2
     ├── ConfigError                  bad user input: an argument, an option, a file
+    │   ├── RecordValueError         a value the store cannot hold (too long, NUL, NaN, absurd)
     │   ├── KnobUnavailable          a sweep knob cannot apply here; its config is skipped
     │   └── MissingExtra             a feature needs an optional extra that is not installed
     ├── SensorError                  a sensor could not be read (the Meter records a gap)
@@ -52,6 +53,14 @@ class GreenmlError(Exception):
 
 class ConfigError(GreenmlError):
     """Bad input from the user: an argument, an option, a file."""
+
+
+class RecordValueError(ConfigError):
+    """A run's value the store cannot hold: a text longer than its column or with a NUL, a
+    number that is not finite, an energy below zero, a time in an absurd year.
+
+    Raised before anything is written; the team server answers it with 422.
+    """
 
 
 class KnobUnavailable(ConfigError):

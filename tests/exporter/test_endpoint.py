@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import logging
 import selectors
@@ -277,3 +278,40 @@ def test_a_tick_is_seen_by_the_next_scrape(endpoint: tuple[Exporter, int]) -> No
     assert get(port, "/metrics")[1] == first  # reused: nothing changed
     exp.step()
     assert get(port, "/metrics")[1] != first  # energy grew since
+
+
+def test_slowloris_clients_dribbling_requests_do_not_stall_a_scrape(fake_meter: Meter) -> None:
+    """8 clients that send a request one byte at a time hold no worker: a scrape is answered
+    at once, and each dribbler is closed once its whole request is later than ``timeout_s``."""
+    exp = Exporter(fake_meter, intensity=ConstantSource.user(300.0), job="t", host="h")
+    exp.step()
+    port = exp.serve("127.0.0.1", 0, workers=8, timeout_s=5.0)
+    slow = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]
+    stop = threading.Event()
+
+    def dribble() -> None:
+        request = b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 1000
+        for i in range(len(request)):
+            for sock in slow:
+                with contextlib.suppress(OSError):  # closed by the server: expected
+                    sock.send(request[i : i + 1])
+            if stop.wait(0.1):
+                return
+
+    dribbler = threading.Thread(target=dribble)
+    dribbler.start()
+    try:
+        time.sleep(0.5)  # every slow client has begun its request
+        for _ in range(3):
+            began = time.monotonic()
+            status, body = get(port, "/metrics")
+            assert status == 200 and b"greenml" in body
+            assert time.monotonic() - began < 1.0, time.monotonic() - began
+        # each dribbler is closed when its request is not complete within timeout_s (5 s)
+        assert _closed_by_server(slow, within_s=15) == len(slow)
+    finally:
+        stop.set()
+        dribbler.join()
+        for sock in slow:
+            sock.close()
+        exp.close()

@@ -24,8 +24,8 @@ def free_port() -> int:
 class LiveServer:
     """``python -m greenml server --port P --db URL`` started and stopped by a test."""
 
-    def __init__(self, db_url: str, port: int, log: Path) -> None:
-        self.db_url, self.port, self.log = db_url, port, log
+    def __init__(self, db_url: str, port: int, log: Path, *args: str) -> None:
+        self.db_url, self.port, self.log, self.args = db_url, port, log, list(args)
         self.url = f"http://127.0.0.1:{port}"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -34,7 +34,7 @@ class LiveServer:
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "greenml", "server", "--port", str(self.port),
-                 "--db", self.db_url], stdout=log, stderr=log, env=env,
+                 "--db", self.db_url, *self.args], stdout=log, stderr=log, env=env,
             )  # fmt: skip
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

@@ -6,6 +6,7 @@ The table below names every route of the app; a new route without a row fails
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tests.server.conftest import Server
@@ -85,5 +86,7 @@ def test_a_session_cookie_is_scoped_like_its_token(server: Server, tmp_path: Pat
     assert signed.status_code == 303
     assert "secret-run-of-A" not in server.client.get("/runs").text
     assert server.client.get(f"/runs/{doc['record']['id']}").status_code == 404
-    server.client.post("/logout")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', server.client.get("/runs").text)
+    assert csrf is not None  # the sign-out form carries the session's CSRF token
+    server.client.post("/logout", data={"csrf": csrf.group(1)})
     assert server.client.get("/runs", follow_redirects=False).status_code == 401

@@ -2,12 +2,13 @@
 
 :class:`ScrapeServer` is a stdlib ``HTTPServer`` with three changes:
 
-- a connection waits for its request in a selector, without a thread, and is
-  closed if nothing arrives within ``timeout_s``; only a connection with bytes
-  to read goes to the pool of ``workers`` threads (a slow request holds one at
-  most ``timeout_s``). So idle connections cost a file descriptor, never a
-  thread, and cannot starve the scrapes (beyond ``max_waiting`` the oldest
-  idle one is closed);
+- a connection's request head is read in a selector, without a thread, and
+  the connection is closed unless the whole head (up to the blank line, at most
+  ``MAX_HEAD_BYTES``) arrives within ``timeout_s`` of its connecting; only a
+  complete request goes to the pool of ``workers`` threads, which reads it from
+  memory. So idle connections and slow ones dribbling their request a byte at a
+  time (slowloris) cost a file descriptor, never a thread, and cannot starve the
+  scrapes (beyond ``max_waiting`` the oldest waiting one is closed);
 - a listen backlog of 128 (the stdlib's 5 drops SYNs under 20 concurrent
   scrapers: 1 s and 3 s retransmits);
 - a client that hangs up prints nothing; any other handler error is logged
@@ -26,6 +27,7 @@ rendered, or shortly after, share that rendering (:class:`SharedRender`).
 from __future__ import annotations
 
 import errno
+import io
 import logging
 import selectors
 import socket
@@ -47,6 +49,8 @@ INDEX = b"""<!doctype html>
 
 # A client that went away (reset, closed, or too slow): nothing to report.
 _CLIENT_GONE = (ConnectionError, TimeoutError)
+MAX_HEAD_BYTES = 16 * 1024
+"""A request head longer than this is not a scrape: the connection is closed."""
 
 
 class ScrapeServer(HTTPServer):
@@ -78,7 +82,10 @@ class ScrapeServer(HTTPServer):
         self.max_waiting = max_waiting
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="greenml-exporter-worker")
         self._selector = selectors.DefaultSelector()
-        self._waiting: OrderedDict[int, tuple[socket.socket, Any, float]] = OrderedDict()
+        # fd → (connection, address, deadline, the request head so far), oldest first
+        self._waiting: OrderedDict[int, tuple[socket.socket, Any, float, bytearray]] = OrderedDict()
+        self._heads: dict[int, bytes] = {}  # fd → a complete head, until its handler takes it
+        self._heads_lock = threading.Lock()
         self._stop = threading.Event()
         self._stopped = threading.Event()
         self._stopped.set()
@@ -133,35 +140,50 @@ class ScrapeServer(HTTPServer):
                         self._stop.wait(0.05)  # the workers hold them all: not a busy loop
                 return
             conn.setblocking(False)
-            try:
-                ready: bytes | None = conn.recv(1, socket.MSG_PEEK)
-            except BlockingIOError:
-                ready = None
-            except OSError:
-                ready = b""
-            conn.settimeout(self.timeout_s)
-            if ready:
-                self._submit(conn, address)
-            elif ready == b"":  # closed before it said anything
-                conn.close()
-            else:
-                self._wait(conn, address)
+            self._wait(conn, address)
+            self._dispatch(conn.fileno())  # its request may be here already
 
     def _wait(self, conn: socket.socket, address: Any) -> None:
         while len(self._waiting) >= self.max_waiting:
             self._close_waiting(next(iter(self._waiting)))
-        self._waiting[conn.fileno()] = (conn, address, time.monotonic() + self.timeout_s)
+        deadline = time.monotonic() + self.timeout_s  # for the whole head, not per byte
+        self._waiting[conn.fileno()] = (conn, address, deadline, bytearray())
         self._selector.register(conn, selectors.EVENT_READ)
 
     def _dispatch(self, fd: int) -> None:
-        conn, address, _ = self._waiting.pop(fd)
+        """Read what a waiting connection sent; a complete head goes to a worker."""
+        conn, address, _, head = self._waiting[fd]
+        try:
+            data = conn.recv(MAX_HEAD_BYTES + 1 - len(head))
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        head += data
+        complete = b"\r\n\r\n" in head or b"\n\n" in head
+        if not data or (not complete and len(head) > MAX_HEAD_BYTES):
+            self._close_waiting(fd)  # gone, or not a scrape
+            return
+        if not complete:
+            return
+        del self._waiting[fd]
         self._selector.unregister(conn)
+        conn.setblocking(True)
+        conn.settimeout(self.timeout_s)
+        with self._heads_lock:
+            self._heads[fd] = bytes(head)
         self._submit(conn, address)
+
+    def take_head(self, conn: socket.socket) -> bytes | None:
+        """The request head read for ``conn`` (once; None when none was read ahead)."""
+        with self._heads_lock:
+            return self._heads.pop(conn.fileno(), None)
 
     def _submit(self, conn: socket.socket, address: Any) -> None:
         try:
             self._pool.submit(self._answer, conn, address)
         except RuntimeError:  # the pool is shut down (closing, or the interpreter exiting)
+            self.take_head(conn)
             conn.close()
 
     def _answer(self, conn: socket.socket, address: Any) -> None:
@@ -176,13 +198,13 @@ class ScrapeServer(HTTPServer):
 
     def _expire(self, now: float) -> None:
         while self._waiting:
-            fd, (_, _, deadline) = next(iter(self._waiting.items()))
+            fd, (_, _, deadline, _) = next(iter(self._waiting.items()))
             if deadline > now:
                 break  # in order of arrival: the rest are younger
             self._close_waiting(fd)
 
     def _close_waiting(self, fd: int) -> None:
-        conn, _, _ = self._waiting.pop(fd)
+        conn, _, _, _ = self._waiting.pop(fd)
         self._selector.unregister(conn)
         conn.close()
 
@@ -261,6 +283,16 @@ class ScrapeHandler(BaseHTTPRequestHandler):
         return type(
             "ScrapeHandler", (cls,), {"registry": registry, "shared": shared or SharedRender()}
         )
+
+    def setup(self) -> None:
+        """Read the request from the head the server gathered (a worker never waits on a client)."""
+        super().setup()
+        server: Any = self.server
+        take = getattr(server, "take_head", None)
+        head = take(self.connection) if take is not None else None
+        if head is not None:
+            self.rfile.close()  # the socket's reader: nothing is left to read from it
+            self.rfile = io.BytesIO(head)
 
     def do_GET(self) -> None:
         url = urlparse(self.path)

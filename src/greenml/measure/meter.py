@@ -64,6 +64,10 @@ Clock = Callable[[], float]
 _NONE: dict[str, Any] = {}  # shared, never written: a boundary with nothing of a kind to read
 
 
+WINDOW_NAME_CHARS = 255
+"""The most characters of a published window's name (the store's ``windows.name``)."""
+
+
 class WindowHandle:
     """What ``with meter.window(name) as w`` gives; ``w.measurement`` after the block."""
 
@@ -198,9 +202,18 @@ class Meter:
         return [ch.device for ch in self._channels.values()]
 
     def begin_window(self, name: str, sync_execution: bool = True) -> None:
-        """Open a window; names must be unique among the open windows."""
+        """Open a window; names must be unique among the open windows.
+
+        A published window goes to the run store: its name is refused here, when the
+        window opens, if the store could not keep it (over 255 characters, a NUL).
+        """
         if name in self._windows:
             raise WindowError(f"window {name!r} is already open")
+        if self._publish and (len(name) > WINDOW_NAME_CHARS or "\x00" in name):
+            raise WindowError(
+                f"window name {name[:40]!r}… cannot be stored: at most {WINDOW_NAME_CHARS} "
+                "characters, no NUL"
+            )
         if sync_execution:
             self._sync()
         with self._windows_lock:  # forget_before sees either this window or a later clock

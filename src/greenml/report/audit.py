@@ -25,10 +25,22 @@ _MARK = {"passed": "passed", "failed": "FAILED", "unknown": "unknown"}
 
 
 def gate_verdicts(runs: RunSet) -> list[dict[str, Any]]:
-    """The CI gate verdicts ``greenml check`` stored with the runs' store."""
+    """The CI gate verdicts ``greenml check`` stored with the runs' store.
+
+    On a team server (a run set of one project) only the verdicts whose baseline and
+    candidate runs are all of that project count: one project's CI gate is no
+    evidence for another's, and a verdict naming no stored run belongs to none.
+    """
     state = runs.state(GATE_NAMESPACE, GATE_KEY) or {}
-    items = state.get("verdicts") or []
-    return [v for v in items if isinstance(v, dict)]
+    items = [v for v in state.get("verdicts") or [] if isinstance(v, dict)]
+    if runs.project_id is None:
+        return items
+    return [v for v in items if runs.all_in_project(_verdict_runs(v))]
+
+
+def _verdict_runs(verdict: dict[str, Any]) -> list[str]:
+    sides = (verdict.get("baseline_runs"), verdict.get("candidate_runs"))
+    return [r for side in sides if isinstance(side, list) for r in side]
 
 
 def run_audit(runs: RunSet, scope: str = "the runs given") -> Audit:

@@ -84,9 +84,16 @@ class RunSet:
         pues: One entry per PUE used: value, source, runs.
     """
 
-    def __init__(self, records: Sequence[dict[str, Any]], store: Store | None = None) -> None:
+    def __init__(
+        self,
+        records: Sequence[dict[str, Any]],
+        store: Store | None = None,
+        *,
+        project_id: int | None = None,
+    ) -> None:
         self.records = sorted(records, key=lambda r: (r.get("started_at") or "", r["id"]))
         self._store = store
+        self.project_id = project_id  # a team server's project: what the store says is scoped
         self.it_energy = Total()
         self.facility_energy = Total()
         self.carbon = Total()
@@ -230,6 +237,17 @@ class RunSet:
     def state(self, namespace: str, key: str) -> dict[str, Any] | None:
         """An advisor's document from the store the runs came from (None without one)."""
         return self._store.get_state(namespace, key) if self._store is not None else None
+
+    def all_in_project(self, run_ids: Sequence[str]) -> bool:
+        """Whether every one of ``run_ids`` (at least one) is a run of :attr:`project_id`."""
+        if self._store is None or self.project_id is None or not run_ids:
+            return False
+        from greenml.store.query import project_of_run
+
+        return all(
+            isinstance(i, str) and project_of_run(self._store, i) == self.project_id
+            for i in run_ids
+        )
 
     def samples(self, run_id: str) -> list[dict[str, Any]]:
         """The stored power samples of one run (empty without a store)."""

@@ -122,6 +122,9 @@ class Run:
     ) -> None:
         self.name = name
         self.tags = {str(k): str(v) for k, v in (tags or {}).items()}
+        from greenml.store.values import check_run_texts  # no SQLAlchemy
+
+        check_run_texts(name, self.tags)  # refused before the run, alike on every backend
         pue, price, db, sample_hz, log_to = run_settings(pue, price, db, sample_hz, log_to)
         self.budget = budget_from(budget_kwh, budget_kg, budget_usd, on_budget)
         if not tick_s > 0:

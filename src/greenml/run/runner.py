@@ -66,6 +66,12 @@ class RunOptions:
     budget: Budget | None = None  # warn, or SIGTERM the command, once surely passed
     log_to: Sequence[str] = ()  # tracker sinks (mlflow, wandb, tensorboard)
 
+    def __post_init__(self) -> None:
+        """Refuse a name or tag the store cannot keep before the command starts."""
+        from greenml.store.values import check_run_texts  # no SQLAlchemy
+
+        check_run_texts(self.name, self.tags)
+
 
 @dataclass
 class RunResult:

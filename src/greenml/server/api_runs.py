@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -10,7 +11,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from greenml.errors import ConfigError, RunNotFound
+from greenml.errors import ConfigError, RecordValueError, RequestTooLarge, RunNotFound
 from greenml.server.auth import Scope
 from greenml.server.samples import sample_series
 from greenml.server.state import scope, state_of
@@ -46,18 +47,67 @@ UPLOAD_DOC = {
 async def upload_run(request: Request) -> JSONResponse:
     """201 when stored, 200 when the run was already there (nothing is written twice)."""
     where = await run_in_threadpool(scope, request, "write")
-    body = await request.body()
-    try:
-        document = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"malformed JSON: {exc}") from None
-    created = await run_in_threadpool(import_run, state_of(request).store, document,
-                                      where.project_id)  # fmt: skip
+    state = state_of(request)
+    async with state.upload_slots:  # parsed JSON takes ~6x its size: a few at a time
+        body = await read_body(request, state.max_body_bytes)
+        document = await run_in_threadpool(parse_json, body)  # off the event loop
+        del body
+        try:
+            created = await run_in_threadpool(import_run, state.store, document,
+                                              where.project_id)  # fmt: skip
+        except RecursionError:
+            raise RecordValueError("the upload is nested too deeply") from None
     run_id = document["record"]["id"]
     return JSONResponse(
         {"id": run_id, "project": where.project, "created": created},
         status_code=201 if created else 200,
     )
+
+
+async def read_body(request: Request, limit: int) -> bytearray:
+    """The body, streamed into one buffer (no copy of its pieces), refused past ``limit``.
+
+    Raises:
+        RequestTooLarge: Over ``limit`` bytes (413), found while reading, not after.
+    """
+    declared = request.headers.get("content-length", "")
+    too_large = f"request body is larger than the server's limit of {limit} bytes"
+    if declared.isdigit() and int(declared) > limit:
+        raise RequestTooLarge(too_large)
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > limit:
+            raise RequestTooLarge(too_large)
+    return body
+
+
+def parse_json(body: bytes | bytearray) -> Any:
+    """A JSON body; refused: malformed, nested too deeply, ``NaN``/``Infinity``, ``1e400``.
+
+    Raises:
+        ConfigError: Not JSON (400).
+        RecordValueError: Valid JSON that no run holds (422).
+    """
+    try:
+        return json.loads(body, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise RecordValueError("the JSON body is nested too deeply") from None
+    except RecordValueError:
+        raise
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"malformed JSON: {exc}") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise RecordValueError(f"{name} is not a number a run can hold (JSON has no {name})")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise RecordValueError(f"{text[:40]} is beyond any finite number")
+    return value
 
 
 @router.get("/runs", summary="A project's runs, newest first, one page at a time")

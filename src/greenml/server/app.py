@@ -1,14 +1,19 @@
 """The team server's ASGI app: the JSON API under ``/api/v1``, the dashboard at ``/``.
 
 Errors are JSON ``{"error": "<one line>"}`` with a 4xx status for what the
-client can fix and 503 when the database fails (a client then keeps the run
-and retries). Bodies over ``max_body_bytes`` are refused with 413 before they
-are read whole.
+client can fix (a value the store cannot hold is 422, never an outage) and 503
+when the database fails (a client then keeps the run and retries). No answer
+names the database: an outage says only that, and every message is scrubbed of
+the store's URL; the details go to the log (logger ``greenml.server``). An
+unexpected error is a JSON 500, never a plain-text page. Bodies over
+``max_body_bytes`` are refused with 413 before they are read whole.
 
 Lazy imports: none here; this module is the one that imports FastAPI (the ``server`` extra).
 """
 
 from __future__ import annotations
+
+import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,6 +28,7 @@ from greenml.errors import (
     JobNotFound,
     ProjectNotFound,
     RecordTypeError,
+    RecordValueError,
     RequestTooLarge,
     RunConflict,
     RunNotFound,
@@ -63,6 +69,7 @@ def create_app(
     app.include_router(pages.router)
     for cls in _STATUS:
         app.add_exception_handler(cls, _handle)
+    app.add_exception_handler(Exception, _unexpected)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     return app
@@ -72,6 +79,7 @@ _STATUS: dict[type[GreenmlError], int] = {
     GreenmlError: 400,
     ConfigError: 400,
     RecordTypeError: 422,
+    RecordValueError: 422,
     RunNotFound: 404,
     JobNotFound: 404,
     ProjectNotFound: 404,
@@ -82,12 +90,40 @@ _STATUS: dict[type[GreenmlError], int] = {
 }
 
 
+log = logging.getLogger("greenml.server")
+OUTAGE = "the server's run store is unavailable; keep the run and send it again later"
+
+
 async def _handle(request: Request, exc: Exception) -> JSONResponse:
     """A greenml error as its status (the most specific class's) and one line."""
     code = next(_STATUS[c] for c in type(exc).__mro__ if c in _STATUS)
+    message = str(exc)
     if isinstance(exc, AccessDenied):
         code = exc.status
-    return error_response(code, str(exc), request)
+    if code == 503:
+        refused = _refused_value(exc)
+        if refused is not None:  # the data, not the database: sending it again cannot help
+            code, message = 422, f"the database refused a value of this request: {refused}"
+        else:
+            log.warning("greenml server: %s %s: %s", request.method, request.url.path, exc)
+            message = OUTAGE
+    return error_response(code, message, request)
+
+
+def _refused_value(exc: BaseException) -> str | None:
+    """What the database said when it refused a value (SQL ``DataError``), else None."""
+    from sqlalchemy.exc import DataError
+
+    from greenml.store.engine import describe_error
+
+    cause = exc.__cause__
+    return describe_error(cause) if isinstance(cause, DataError) else None
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    """Any other error: a JSON 500 saying nothing of the server's insides (logged here)."""
+    log.error("greenml server: %s %s failed", request.method, request.url.path, exc_info=exc)
+    return error_response(500, "internal server error (see the server's log)", request)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -99,13 +135,23 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 def error_response(status: int, message: str, request: Request | None = None) -> JSONResponse:
     """``{"error": message}`` on one line (a browser asking for HTML gets the dashboard's page)."""
-    line = " ".join(message.split())[:500]
+    line = " ".join(_scrubbed(message, request).split())[:500]
     if request is not None and _wants_html(request):
         from greenml.server.dashboard.layout import error_page
 
         return error_page(status, line)  # type: ignore[return-value]
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse({"error": line}, status_code=status, headers=headers)
+
+
+def _scrubbed(message: str, request: Request | None) -> str:
+    """``message`` without the store's URL (either form), whatever raised it."""
+    state = getattr(getattr(request, "app", None), "state", None) if request else None
+    store = getattr(getattr(state, "greenml", None), "store", None)
+    for url in (getattr(store, "_url", None), getattr(store, "url", None)):
+        if url:
+            message = message.replace(url, "the server's database")
+    return message
 
 
 def _wants_html(request: Request) -> bool:

@@ -53,7 +53,7 @@ def build(
         key, value = _pair(item, "option")
         text_options.setdefault(key, []).append(value)
     served_options(kind, text_options)
-    return build_report(kind, RunSet(records, store), text_options)
+    return build_report(kind, RunSet(records, store, project_id=where.project_id), text_options)
 
 
 MAX_OPTION_CHARS = 200

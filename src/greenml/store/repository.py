@@ -40,6 +40,7 @@ from greenml.store.schema import (
     windows,
 )
 from greenml.store.url import mask_url, resolve_url
+from greenml.store.values import check_devices, check_run_texts, check_window_names
 
 
 def tag_filter(key: str, value: str) -> Any:
@@ -135,6 +136,7 @@ class Store:
         run_id: str | None = None,
     ) -> str:
         """Insert a ``running`` run and return its id (12 hex characters, or ``run_id``)."""
+        check_run_texts(name, tags, hostname)  # refused here, alike on every backend
         run_id = run_id or new_run_id()
         with self._write("create a run in") as conn:
             conn.execute(
@@ -167,6 +169,7 @@ class Store:
         """Insert samples in one transaction; known metrics get columns, others ``extra``."""
         if not items:
             return
+        check_devices({(s.device, s.component) for s in items})
         rows = [sample_row(run_id, s) for s in items]
         with self._write("add samples to") as conn:
             conn.execute(samples.insert(), rows)
@@ -181,6 +184,7 @@ class Store:
         if not measurements:
             return
         rows = [window_row(run_id, m) for m in measurements]
+        check_window_names(r["name"] for r in rows)
         with self._write("add windows to") as conn:
             conn.execute(windows.insert(), rows)
 

@@ -13,7 +13,10 @@ Document (``format`` 1)::
      "samples": [{"device", "component", "t": [...], "power_w": [...], <metric>: [...]}],
      "ledger_entry": {...the sender's ledger entry...} | null, "user": "alice" | null}
 
-Sample columns are JSON numbers, ``null`` for a missing value.
+Sample columns are JSON numbers, ``null`` for a missing value. Every value is
+checked against what the store holds (:mod:`greenml.store.values`) before
+anything is written: lengths of the schema's columns, no NUL, finite numbers,
+no negative energy, times in sane years.
 
 Lazy imports: numpy, only when samples are read or written.
 """
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, select
 
-from greenml.errors import ConfigError, RunConflict
+from greenml.errors import ConfigError, RecordValueError, RunConflict
 from greenml.store.record import CORE_KEYS
 from greenml.store.rows import dumps, tag_rows
 from greenml.store.schema import (
@@ -39,11 +42,23 @@ from greenml.store.schema import (
     sample_blocks,
     windows,
 )
+from greenml.store.values import (
+    MAX_ABS,
+    YEARS,
+    check_devices,
+    check_energy,
+    check_numbers,
+    check_run_texts,
+    check_text,
+    check_time,
+    check_window_names,
+)
 
 if TYPE_CHECKING:
     from greenml.store.repository import Store
 
 FORMAT = 1
+_TIME_SPAN_S = 200 * 365.25 * 86400  # a window lasts at most the span of YEARS
 SAMPLE_COLUMNS = BLOCK_COLUMNS  # t, power_w, then the metric columns
 
 
@@ -82,17 +97,24 @@ def import_run(store: Store, document: dict[str, Any], project_id: int | None) -
 
     Raises:
         ConfigError: The document is not a finished run in format 1 (one line says why).
+        RecordValueError: A value the store cannot hold (too long, NUL, not finite, a
+            negative energy, an absurd year).
         RecordTypeError: The record has a value of the wrong type.
         RunConflict: The run id belongs to another project.
         StoreError: The database failed.
     """
     record, run_row = _run_row(document, project_id)
     window_rows = [_window_row(record["id"], w) for w in _list(document, "windows")]
+    check_window_names(w["name"] for w in window_rows)
     sample_series = [_series(s) for s in _list(document, "samples")]
+    check_devices((device, component) for device, component, _ in sample_series)
     user = _text(document.get("user"), "user")
+    if user is not None:
+        check_text(user, "user", "run_uploads", "user")
     entry = document.get("ledger_entry")
     if entry is not None and not isinstance(entry, dict):
         raise ConfigError("ledger_entry must be an object or null")
+    check_numbers({k: v for k, v in document.items() if k != "samples"})
     run_id = record["id"]
     with store.writing("upload a run to") as conn:
         found = conn.execute(
@@ -168,6 +190,14 @@ def _run_row(document: dict[str, Any], project_id: int | None) -> tuple[dict[str
     run_id = record.get("id")
     if not isinstance(run_id, str) or not 1 <= len(run_id) <= 32 or not run_id.isalnum():
         raise ConfigError(f"run id must be 1-32 letters and digits, not {run_id!r}")
+    tags = record.get("tags") or {}
+    if not isinstance(tags, dict):
+        raise ConfigError("record.tags must be an object")
+    check_run_texts(_text(record.get("name"), "name"), tags, None)
+    check_energy(record.get("energy"), "record.energy")
+    duration = record.get("duration_s")
+    if isinstance(duration, int | float) and not isinstance(duration, bool) and duration < 0:
+        raise RecordValueError(f"record.duration_s is negative: {duration!r}")
     extra = {k: v for k, v in record.items() if k not in CORE_KEYS or k == "schema_version"}
     row = {
         "id": run_id, "name": _text(record.get("name"), "name"),
@@ -187,14 +217,22 @@ def _window_row(run_id: str, w: Any) -> dict[str, Any]:
     if not isinstance(w, dict) or not isinstance(w.get("measurement"), dict):
         raise ConfigError("each window must be an object with a measurement")
     try:
-        return {
+        row: dict[str, Any] = {
             "run_id": run_id, "name": str(w["name"]),
             "started_at": _when(w["started_at"], "window started_at"),
             "duration_s": float(w["duration_s"]), "energy_j": float(w["energy_j"]),
             "measurement": dumps(w["measurement"]),
         }  # fmt: skip
+    except RecordValueError:
+        raise
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"a window is missing or mistypes {exc}") from None
+    what = f"window {str(w['name'])[:40]!r}"
+    check_energy({"energy_j": row["energy_j"]}, what)
+    check_energy(w["measurement"], what)
+    if not 0 <= float(w["duration_s"]) <= _TIME_SPAN_S:
+        raise RecordValueError(f"{what} lasts {w['duration_s']!r} s")
+    return row
 
 
 def _series(s: Any) -> tuple[str, str, Any]:
@@ -221,6 +259,12 @@ def _series(s: Any) -> tuple[str, str, Any]:
     table = np.column_stack(columns) if n else np.empty((0, len(SAMPLE_COLUMNS)))
     if n and np.isnan(table[:, 0]).any():
         raise ConfigError(f"sample times of {device} must all be numbers")
+    known = table[~np.isnan(table)]
+    if known.size and (np.isinf(known).any() or np.abs(known).max() > MAX_ABS):
+        raise RecordValueError(f"samples of {device} hold a number that is not finite or sane")
+    if n:
+        check_time(float(table[:, 0].min()), f"a sample time of {device}")
+        check_time(float(table[:, 0].max()), f"a sample time of {device}")
     return device, component, table
 
 
@@ -259,9 +303,12 @@ def _when(value: Any, what: str, optional: bool = False) -> float | None:
     if value is None and optional:
         return None
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        return check_time(float(value), what)
     try:
-        return datetime.fromisoformat(str(value)).timestamp()
+        when = datetime.fromisoformat(str(value))
     except ValueError:
         raise ConfigError(f"{what} must be an ISO 8601 time, not {value!r}") from None
+    if not YEARS[0] <= when.year < YEARS[1]:
+        raise RecordValueError(f"{what} is not a time between {YEARS[0]} and {YEARS[1]}: {value!r}")
+    return check_time(when.timestamp(), what)
 

@@ -39,7 +39,7 @@ def jobs_view(request: Request, limit: int = Query(50, ge=1, le=MAX_JOBS)) -> Re
                 rows, numeric=(5,))
         + ("" if rows else '<p class="muted">No jobs yet.</p>')
     )
-    return page("Jobs", body, project=where.project)
+    return page("Jobs", body, project=where.project, csrf=where.csrf)
 
 
 @router.get("/jobs/{job_id:path}")
@@ -79,7 +79,7 @@ def job_view(request: Request, job_id: str) -> Response:
         diagnosis_section(request, where, job_id),
         f"<p>{link('/api' + '/v1' + _url(job_id), 'This job as JSON')}</p>",
     ])  # fmt: skip
-    return page(f"Job {job_id}", body, project=where.project)
+    return page(f"Job {job_id}", body, project=where.project, csrf=where.csrf)
 
 
 def _url(job_id: str) -> str:

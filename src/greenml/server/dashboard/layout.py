@@ -50,16 +50,27 @@ dl.kv dt { color: var(--muted); } dl.kv dd { margin: 0; overflow-wrap: anywhere;
 """
 
 
-def page(title: str, body: str, *, project: str | None = None, status: int = 200) -> HTMLResponse:
-    """A whole HTML page (escaped ``title``; ``body`` is already HTML)."""
+CSRF_FIELD = "csrf"
+"""The form field that carries the session's CSRF token (see :mod:`greenml.server.auth`)."""
+
+
+def page(
+    title: str, body: str, *, project: str | None = None, csrf: str = "", status: int = 200
+) -> HTMLResponse:
+    """A whole HTML page (escaped ``title``; ``body`` is already HTML).
+
+    ``csrf``: the session's CSRF token, carried by the sign-out form.
+    """
     nav = ""
     if project is not None:
+        hidden = f'<input type="hidden" name="{CSRF_FIELD}" value="{esc(csrf)}">' if csrf else ""
         nav = (
             f'<a href="/runs">Runs</a><a href="/jobs">Jobs</a>'
             f'<a href="/project">Project {esc(project)}</a>'
             '<a href="/serving">Serving</a>'
             '<a href="/compare">Compare</a>'
-            '<form method="post" action="/logout"><button type="submit">Sign out</button></form>'
+            f'<form method="post" action="/logout">{hidden}'
+            '<button type="submit">Sign out</button></form>'
         )
     html = (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'

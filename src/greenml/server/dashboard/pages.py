@@ -19,9 +19,9 @@ from greenml.errors import AccessDenied, ConfigError
 from greenml.quantities import energy, mass, money
 from greenml.report.svg import esc
 from greenml.server.api_runs import run_filter
-from greenml.server.auth import SESSION_COOKIE, SESSION_TTL_S
+from greenml.server.auth import SESSION_COOKIE, SESSION_TTL_S, same_origin
 from greenml.server.dashboard import job_page, project_page, run_page, serving_page
-from greenml.server.dashboard.layout import link, page, security_headers, table
+from greenml.server.dashboard.layout import CSRF_FIELD, link, page, security_headers, table
 from greenml.server.reports import FORMATS, build, render
 from greenml.server.state import scope, state_of
 from greenml.store import access, query
@@ -57,6 +57,8 @@ def login_form(request: Request, error: str = "") -> Response:
 
 @router.post("/login")
 async def login(request: Request) -> Response:
+    if not same_origin(request):
+        return login_form(request, "Not signed in: the sign-in form was sent from another site")
     form = parse_qs((await request.body()).decode("utf-8", "replace"))
     token = (form.get("token") or [""])[0].strip()
     state = state_of(request)
@@ -72,10 +74,16 @@ async def login(request: Request) -> Response:
 
 
 @router.post("/logout")
-def logout(request: Request) -> Response:
+async def logout(request: Request) -> Response:
+    """Sign out: the form must carry the session's CSRF token and come from this server."""
     sid = request.cookies.get(SESSION_COOKIE)
     if sid:
-        state_of(request).sessions.close(sid)
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))
+        sent = (form.get(CSRF_FIELD) or [""])[0]
+        sessions = state_of(request).sessions
+        if not same_origin(request) or not sessions.check_csrf(sid, sent):
+            raise AccessDenied("sign out from the dashboard's own button (CSRF check failed)", 403)
+        sessions.close(sid)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
@@ -103,7 +111,7 @@ def runs_page(
         + (f"<p>{more}</p>" if more else "")
         + ("" if rows else '<p class="muted">No runs match.</p>')
     )
-    return page("Runs", body, project=where.project)
+    return page("Runs", body, project=where.project, csrf=where.csrf)
 
 
 def _filter_form(values: dict[str, str]) -> str:

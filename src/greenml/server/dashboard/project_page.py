@@ -74,7 +74,7 @@ def project_view(request: Request, period: str = "week") -> Response:
                   _known(b, "cost_usd", money)] for b in reversed(buckets)],
                 numeric=(1, 2, 3, 4, 6))
     )
-    return page(f"Project {where.project}", body, project=where.project)
+    return page(f"Project {where.project}", body, project=where.project, csrf=where.csrf)
 
 
 def _bars(title: str, unit: str, labels: list[str], buckets: list[dict[str, Any]], key: str,
@@ -117,7 +117,7 @@ def compare_view(
     body = f"<h1>Compare runs</h1>{form}"
     if (a or tag_a) and (b or tag_b):
         body += _verdict(request, where, (a, tag_a), (b, tag_b), allowed / 100)
-    return page("Compare", body, project=where.project)
+    return page("Compare", body, project=where.project, csrf=where.csrf)
 
 
 def _side(request: Request, where: Any, run_id: str, tag: str) -> list[dict[str, Any]]:

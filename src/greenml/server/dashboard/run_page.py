@@ -43,7 +43,7 @@ def run_view(request: Request, run_id: str) -> Response:
         "<h2>Ledger</h2>", _ledger(doc["ledger"]),
         "<h2>Reports</h2>", downloads(run=[record["id"]]),
     ])  # fmt: skip
-    return page(f"Run {title}", body, project=where.project)
+    return page(f"Run {title}", body, project=where.project, csrf=where.csrf)
 
 
 def power_figure(series: list[dict[str, Any]]) -> Figure | None:
