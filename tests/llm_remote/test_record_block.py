@@ -11,7 +11,7 @@ import pytest
 
 from greenml.ledger.canonical import canonical_json, record_sha256
 from greenml.llm.remote.calls import account
-from greenml.llm.remote.workflow import Collector
+from greenml.llm.remote.collector import Collector
 from greenml.record.run_record import RECORD_SCHEMA_VERSION, RunRecord
 from greenml.store.record_schema import shipped_schema_text
 from tests.run_records import record as hand_record

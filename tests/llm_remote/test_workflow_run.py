@@ -142,3 +142,47 @@ def test_a_workflow_measures_local_compute_apart_from_the_calls(
         total.measured.energy_j + total.estimated.energy_j + total.local_energy_j
     )
     assert "local compute" in capsys.readouterr().err
+
+
+AGENT_SCRIPT = """
+import sys, time
+import openai
+from greenml.llm.remote import instrument, tool
+proxied = instrument(openai.OpenAI(base_url=sys.argv[1] + "/v1", api_key="k"), country="US")
+direct = instrument(openai.OpenAI(base_url=sys.argv[2] + "/v1", api_key="k"), country="FR")
+m = [{"role": "user", "content": "plan the trip"}]
+proxied.chat.completions.create(model="llama-3.1-8b", messages=m, max_tokens=10)
+with tool("search"):
+    time.sleep(0.01)
+direct.chat.completions.create(model="llama-3.1-70b", messages=m, max_tokens=20)
+print("agent done")
+"""
+
+
+def test_calls_of_a_program_under_greenml_run_reach_its_record(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT_SCRIPT)
+    db = tmp_path / "runs.db"
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    out = subprocess.run(
+        [sys.executable, "-m", "greenml", "run", "-q", "--db", str(db), "--ci", "300", "--",
+         sys.executable, str(script), standin.url("energy"), standin.url("plain")],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "agent done"  # the program's output, unchanged
+    with open_store(str(db)) as store:
+        (row,) = store.list_runs(limit=0)
+        record = RunRecord.from_dict(store.get_record(row["id"]), strict=True)
+    block = record.workflow
+    assert block is not None and block.calls == 2 and block.tool_calls == 1
+    assert block.measured.calls == 1 and block.estimated.calls == 1
+    assert block.measured.energy_j == pytest.approx(3 * 0.01 + 10 * 0.1)
+    assert block.tool_seconds >= 0.01

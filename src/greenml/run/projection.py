@@ -223,6 +223,8 @@ class ProgressTracker:
         self.latest: Projection | None = None
         self.windows: list[Any] = []  # Measurements named NAME/rankR
         self.flops: dict[int, dict[str, Any]] = {}  # the latest ``flops`` event per rank
+        self.llm_calls: list[dict[str, Any]] = []  # ``llm_call`` events (greenml.llm.remote)
+        self.tool_calls: list[tuple[str, float]] = []
         self.windows_dropped = 0
         self._reader = EventReader(path) if path is not None else None
         self._bad_given = 0
@@ -253,6 +255,11 @@ class ProgressTracker:
                     changed = True
                 elif ev["kind"] == "flops":
                     self.flops[int(ev.get("rank", 0))] = dict(ev)
+                elif ev["kind"] == "llm_call" and isinstance(ev.get("call"), dict):
+                    if len(self.llm_calls) < self._max_windows:
+                        self.llm_calls.append(ev["call"])
+                elif ev["kind"] == "tool_call":
+                    self.tool_calls.append((str(ev["name"]), finite(ev["duration_s"])))
                 elif ev["kind"] == "window":
                     if len(self.windows) < self._max_windows:
                         self.windows.append(window_measurement(ev))

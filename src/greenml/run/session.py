@@ -45,7 +45,16 @@ def finish_blocks(
         blocks["flops"] = flops
     if budget is not None:
         blocks["budget"] = budget
+    if tracker.llm_calls or tracker.tool_calls:
+        blocks["workflow"] = workflow_block(tracker)
     return blocks
+
+
+def workflow_block(tracker: ProgressTracker) -> dict[str, Any]:
+    """The ``workflow`` block of a program's model and tool calls (its ``llm_call`` events)."""
+    from greenml.llm.remote.collector import Collector
+
+    return Collector.from_events(tracker.llm_calls, tracker.tool_calls).block()
 
 
 def flops_block(

@@ -23,9 +23,10 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from greenml.llm.remote.calls import LlmCall, account
+from greenml.llm.remote.collector import Collector, Total
 from greenml.llm.remote.place import place_for
 from greenml.llm.remote.spans import is_tool_span, span_call
-from greenml.llm.remote.workflow import Collector, Total, emit
+from greenml.llm.remote.workflow import emit
 
 log = logging.getLogger("greenml")
 MAX_TRACES = 10_000
