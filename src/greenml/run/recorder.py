@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from greenml.errors import GreenmlError, StoreError
+from greenml.errors import GreenmlError
 from greenml.measure.measurement import Measurement, Sample
 from greenml.measure.meter import Meter
 from greenml.store import new_run_id
@@ -58,6 +58,7 @@ class Recorder:
         self.run_id = new_run_id()
         self.error: GreenmlError | None = None
         self.spooled: Path | None = None
+        self.sent: str | None = None  # what the team-server sink did ("sent to URL" ...)
         self.environment: dict[str, Any] | None = None
         self._meter = meter
         self._flush_s = min(flush_s, 5.0)
@@ -98,6 +99,12 @@ class Recorder:
                 self._flush()
         except GreenmlError as exc:
             self.error = exc
+
+    @property
+    def store_url(self) -> str | None:
+        """The store's URL, without its password (``None``: not open)."""
+        store = self._store
+        return None if store is None else str(store.url)
 
     def _provenance(self) -> dict[str, dict[str, Any]]:
         """How each device is measured, kept so that a killed run's figures stay labelled."""
@@ -188,14 +195,14 @@ class Recorder:
     def _finish_here(self, finished: FinishedRun) -> RunRecord | None:
         """Store the run through the open store; a record that cannot be read back is an error
         kept in ``self.error`` (the run is stored: it is not spooled again)."""
-        from greenml.run.persist import persist_run
+        from greenml.run.persist import store_run
+        from greenml.run.upload import upload_stored
 
         try:
             self._flush()  # the samples since the last flush
-            record = persist_run(self._store, finished, self._so_far)
-            if record is None:
-                self.error = StoreError(f"run {self.run_id} is stored but cannot be read back")
-            return record
+            stored = store_run(self._store, finished, self._so_far)  # the store + ledger sink
+            self.sent = upload_stored(self._store, stored)  # the team-server sink
+            return stored.record
         finally:
             self._store.close()
 
