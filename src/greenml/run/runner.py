@@ -226,7 +226,8 @@ def _measure(
         wait_for_store=wait, extra=extra, windows=tracker.windows,
     )  # fmt: skip
     feed.take(tracker.windows)
-    feed.finish(record.to_dict() if record is not None else None, run_statement(record))
+    statement = run_statement(record) if feed.sinks else None  # rendered only for a tracker
+    feed.finish(record.to_dict() if record is not None else None, statement)
     return RunResult(
         exit_code=code,
         run_id=recorder.run_id,
