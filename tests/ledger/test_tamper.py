@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -228,3 +229,68 @@ def test_an_edited_power_timeline_is_named(
     problems = verify(ledger, store=store).problems
     assert kinds(problems) == [("samples modified", K)]
     assert "power timeline" in str(problems[0])
+
+
+@pytest.mark.parametrize(
+    "forgery",
+    [
+        "INSERT INTO run_tags (run_id, key, value) VALUES (:id, 'team', 'forged')",
+        "UPDATE run_tags SET value = 'forged' WHERE run_id = :id",
+        "DELETE FROM run_tags WHERE run_id = :id",
+    ],
+    ids=["added", "changed", "removed"],
+)
+def test_a_forged_tag_index_row_fails_ledger_verify(
+    five: list[dict[str, Any]], store: Store, ledger: Path, db_url: str, forgery: str
+) -> None:
+    """Issue 29: the tag index (what `runs list --tag` and reports filter on) was outside
+    the ledger's check; a forged row is named now."""
+    run_id = five[K - 1]["run_id"]
+    assert store.list_runs(limit=0, tag={"team": "forged"}) == []
+    engine = create_engine(resolve_url(db_url))
+    with engine.begin() as conn:
+        conn.execute(text(forgery), {"id": run_id})
+    engine.dispose()
+    problems = verify(ledger, store=store).problems
+    assert kinds(problems) == [("index modified", K)]
+    assert "tag index" in str(problems[0])
+
+
+def test_a_forged_runs_hostname_fails_ledger_verify(
+    five: list[dict[str, Any]], store: Store, ledger: Path, db_url: str
+) -> None:
+    """Issue 29: ``runs.hostname`` was outside the ledger's check."""
+    run_id = five[K - 1]["run_id"]
+    assert store.get_record(run_id)["index_sha256"]
+    engine = create_engine(resolve_url(db_url))
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE runs SET hostname = 'elsewhere' WHERE id = :id"), {"id": run_id})
+    engine.dispose()
+    problems = verify(ledger, store=store).problems
+    assert kinds(problems) == [("index modified", K)]
+    assert "host name" in str(problems[0]) and "'elsewhere'" in str(problems[0])
+
+
+def test_a_record_ledgered_before_index_sha256_still_verifies(
+    store: Store, ledger: Path, db_url: str
+) -> None:
+    """Earlier records carry no ``index_sha256``: their ledger hashes still verify (and a
+    forged tag row is still named, from the record's own tags)."""
+    from greenml.ledger.hook import append_run
+
+    add_runs(store, 1)
+    run_id = read(ledger)[0]["run_id"]
+    engine = create_engine(resolve_url(db_url))
+    with engine.begin() as conn:  # the record as an earlier greenml stored it
+        extra = conn.execute(text("SELECT extra FROM runs WHERE id = :id"), {"id": run_id}).scalar()
+        old = {k: v for k, v in json.loads(extra).items() if k != "index_sha256"}
+        conn.execute(text("UPDATE runs SET extra = :e, hostname = 'old-host' WHERE id = :id"),
+                     {"e": json.dumps(old), "id": run_id})  # fmt: skip
+    engine.dispose()
+    ledger.unlink()
+    append_run(store.url, store.get_record(run_id))
+    assert "index_sha256" not in store.get_record(run_id)
+    assert verify(ledger, store=store).ok
+    with store.writing("forge") as conn:
+        conn.execute(text("DELETE FROM run_tags WHERE run_id = :id"), {"id": run_id})
+    assert kinds(verify(ledger, store=store).problems) == [("index modified", 1)]

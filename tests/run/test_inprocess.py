@@ -149,3 +149,19 @@ def test_a_failing_start_is_one_warning_and_the_training_goes_on(
     assert [r.getMessage() for r in caplog.records] == [
         "greenml: the run is not measured: OSError('no sensor at all')"
     ]
+
+
+def test_a_greenml_Run_says_in_one_line_what_it_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 29: `with greenml.Run(...)` finished silently; now one line says where the run
+    went (and, with a team server, whether it was sent)."""
+    db = tmp_path / "r.db"
+    with greenml.Run("said", db=str(db), sensors=[fake()], tick_s=0.02) as run:
+        time.sleep(0.02)
+    assert run.record is not None
+    lines = capsys.readouterr().err.splitlines()
+    said = [line for line in lines if line.startswith(f"greenml: run {run.record.id}")]
+    assert len(said) == 1, lines
+    assert "'said' completed" in said[0] and " J;" in said[0]
+    assert f"stored in sqlite:///{db}" in said[0]

@@ -120,3 +120,29 @@ def test_greenml_run_sends_the_run(live: LiveServer, tmp_path: Path) -> None:
     with open_store(live.db_url) as store:
         (summary,) = store.list_runs(limit=0)
     assert summary["name"] == "train" and summary["status"] == "completed"
+
+
+def test_a_short_run_with_a_server_is_sent_before_greenml_run_returns(
+    live: LiveServer, tmp_path: Path
+) -> None:
+    """Issue 29: `greenml run --server URL -- true` ended before the store was open, was left
+    to a detached writer and was not sent at its end (a CI job ending there never sent it).
+    Now it is stored and sent before greenml returns, and one line says so."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.server.live import SRC
+
+    live.start()
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env.pop("GREENML_SERVER")
+    done = subprocess.run(
+        [sys.executable, "-m", "greenml", "run", "--server", live.url,
+         "--db", str(tmp_path / "mine.db"), "--", "true"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert len(_server_runs(live)) == 1  # at once: nothing left to a detached writer
+    said = [line for line in done.stderr.splitlines() if f"sent to {live.url}" in line]
+    assert len(said) == 1 and said[0].startswith("greenml: run "), done.stderr

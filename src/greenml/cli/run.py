@@ -296,6 +296,11 @@ def run(
         _summarize(result)
         if green is not None:
             green.summarize()
+    if result.sent is not None and not quiet:  # the upload said in one line
+        from greenml.run.session import done_line
+
+        print(done_line(result.record, result.run_id, None, result.sent, result.store_error),
+              file=sys.stderr)  # fmt: skip
     if result.store_error:
         _say_where_the_run_is(options, result)
     if push_gateway or otlp_endpoint:

@@ -37,7 +37,7 @@ class Problem:
     """One thing wrong with the ledger."""
 
     kind: str  # malformed, modified, removed, inserted, reordered, unsigned, wrong key,
-    # bad signature, record modified, run missing
+    # bad signature, record modified, samples modified, index modified, run missing
     detail: str
     seq: int | None = None
     run_id: str | None = None
@@ -248,8 +248,9 @@ def _check_store(result: VerifyResult, store: Store) -> None:
         now = current[e.run_id]
         if now == e.record_sha256 and e.run_id not in timelines_checked:
             timelines_checked.add(e.run_id)
-            if problem := _timeline_problem(store, e):
-                result.problems.append(problem)
+            for problem in (_timeline_problem(store, e), _index_problem(store, e)):
+                if problem is not None:
+                    result.problems.append(problem)
         if now is None:
             detail = "the run is not in the store: deleted after it was ledgered"
             result.problems.append(Problem("run missing", detail, e.seq, e.run_id))
@@ -309,6 +310,30 @@ def _timeline_problem(store: Store, e: Entry) -> Problem | None:
     detail = (f"the run's power timeline (samples) was changed after it was ledgered "
               f"({FIELD} {stated[:12]}… in the record, {now[:12]}… now)")  # fmt: skip
     return Problem("samples modified", detail, e.seq, e.run_id)
+
+
+def _index_problem(store: Store, e: Entry) -> Problem | None:
+    """What the store keeps of the run beside its record (the tag index ``runs list --tag``
+    and reports filter on, and ``runs.hostname``) against the ledgered record: the index must
+    hold the record's tags; a record that carries ``index_sha256`` (greenml since this check)
+    fixes the host name too."""
+    from greenml.store.finishing import INDEX_FIELD, index_digest, stored_index
+
+    record = store.get_record(e.run_id)
+    hostname, index = stored_index(store, e.run_id)
+    tags = {str(k): str(v) for k, v in (record.get("tags") or {}).items()}
+    if index != tags:
+        changed = sorted(set(index.items()) ^ set(tags.items()))
+        detail = (f"the run's tag index was changed after it was ledgered (rows that differ "
+                  f"from the record's tags: {changed[:5]}): `runs list --tag` and reports "
+                  "would select it by tags it does not have")  # fmt: skip
+        return Problem("index modified", detail, e.seq, e.run_id)
+    stated = record.get(INDEX_FIELD)
+    if stated and index_digest(hostname, index.items()) != stated:
+        detail = (f"the run's host name in the store was changed after it was ledgered "
+                  f"(now {hostname!r}; {INDEX_FIELD} {stated[:12]}… in the record)")
+        return Problem("index modified", detail, e.seq, e.run_id)
+    return None
 
 
 def _instant(iso: str) -> datetime:

@@ -194,6 +194,7 @@ class RunRecord(Block):
     embodied: EmbodiedBlock | None = None
     flops: FlopsBlock | None = None
     workflow: WorkflowBlock | None = None
+    index_sha256: str | None = field(default=None, metadata=meta(pattern="^[0-9a-f]{64}$"))
 
     def _repr_html_(self) -> str:
         """The key figures and the energy per device, for notebooks."""

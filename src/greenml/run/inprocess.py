@@ -363,8 +363,11 @@ class Run:
             )  # fmt: skip
             if self._recorder.error is not None:
                 self._gap("store", f"run not stored: {self._recorder.error}")
+            from greenml.run.session import recorder_line
+
+            print(recorder_line(self.record, self._recorder), file=sys.stderr)  # one line: done
         record = self.record.to_dict() if self.record is not None else None
-        self._feed.finish(record, run_statement(self.record))
+        self._feed.finish(record, run_statement(self.record) if self._feed.sinks else None)
 
     def _release(self) -> None:
         self._stop.set()

@@ -15,16 +15,17 @@ is stored.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from greenml.errors import RunNotFound, StoreError
+from greenml.errors import StoreError
 from greenml.ledger.samples import FIELD as SAMPLES_FIELD
-from greenml.ledger.samples import samples_digest
+from greenml.ledger.samples import TimelineDigest, samples_digest
 from greenml.measure.measurement import Measurement, Sample
 
 if TYPE_CHECKING:
+    from greenml.ledger.entry import Entry
     from greenml.record.run_record import RunRecord
     from greenml.store.repository import Store
 
@@ -113,56 +114,120 @@ class FinishedRun:
         )  # fmt: skip
 
 
-def persist_run(store: Store, finished: FinishedRun) -> RunRecord | None:
+@dataclass(frozen=True)
+class StoredSoFar:
+    """What a run's own writer (the recorder) already stored of it while it ran.
+
+    Attributes:
+        extra: The extra blocks it wrote at the start (the stored ``extra`` column).
+        timeline: The digest of the samples it flushed, in the order stored.
+        samples: Those samples, kept when a team server waits for them (``None``: not kept).
+    """
+
+    extra: dict[str, Any]
+    timeline: TimelineDigest
+    samples: list[Sample] | None = None
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run just stored and ledgered, in hand for the sinks after the store.
+
+    Attributes:
+        record: The record as stored (built from the rows written, never read back).
+        windows: Its windows as :meth:`Store.windows` gives them.
+        samples: Every sample of the run in memory (``None``: some are only in the store).
+        entry: Its ledger entry (``None``: not ledgered).
+    """
+
+    record: RunRecord
+    windows: list[dict[str, Any]]
+    samples: list[Sample] | None
+    entry: Entry | None
+
+
+def persist_run(
+    store: Store, finished: FinishedRun, so_far: StoredSoFar | None = None
+) -> RunRecord | None:
     """Store a finished run, append its record to the ledger, and send it to the team
-    server when one is configured (:mod:`greenml.run.upload`).
+    server when one is configured: the store's sinks, in order (:func:`store_run`, then
+    :func:`greenml.run.upload.upload_stored`), the record handed from one to the next.
 
     The run may exist already (a recorder creates it at the start, and stores
-    its samples as it goes). Neither the ledger nor the server ever fails the
-    run: a failure warns, and a run the server did not take waits for the next try.
+    its samples as it goes: ``so_far`` says what it wrote). Neither the ledger nor
+    the server ever fails the run: a failure warns, and a run the server did not
+    take waits for the next try.
 
     Returns:
-        The record as stored and ledgered; ``None`` when it could not be read
-        back (the run is stored all the same; a warning said why).
+        The record as stored and ledgered.
 
     Raises:
         GreenmlError: The store failed before the run was finished in it.
     """
-    write_run(store, finished)
-    from greenml.ledger.hook import ledger_stored_run
-    from greenml.run.upload import upload_after_persist
+    from greenml.run.upload import upload_stored
 
-    record, entry = ledger_stored_run(store, finished.run_id)
-    upload_after_persist(store, finished.run_id, entry)
-    return record
+    stored = store_run(store, finished, so_far)
+    upload_stored(store, stored)
+    return stored.record
 
 
-def write_run(store: Store, f: FinishedRun) -> None:
-    """Every write of :func:`persist_run`, in order; the last one marks the run finished."""
-    if not _exists(store, f.run_id):
-        store.create_run(
-            name=f.name, command=f.command, tags=f.tags, started_at=f.started_at, pid=f.pid,
-            hostname=f.hostname, run_id=f.run_id,
-        )  # fmt: skip
-    store.update_extra(f.run_id, {"measured_devices": f.measured_devices, **f.extra})
+def store_run(store: Store, f: FinishedRun, so_far: StoredSoFar | None = None) -> StoredRun:
+    """The store and ledger sink: the run's end written in one transaction, its record
+    built from the rows written (no read-back), hashed and ledgered from memory.
+
+    Raises:
+        GreenmlError: The store failed (nothing of the run's end is kept).
+    """
+    import time
+
+    from greenml.ledger.hook import append_run
+    from greenml.record.run_record import RunRecord
+    from greenml.store.finishing import RunEnd, store_finished
+
     env = f.environment
     if not env:
         from greenml.run.environment import capture_environment
 
         env = capture_environment(include_hostname=f.include_hostname, cwd=f.cwd)
-    store.set_environment(f.run_id, env)
-    store.add_samples(f.run_id, f.samples)
-    store.add_windows(f.run_id, [f.window, *f.windows])
-    # the timeline as stored, digested into the record that the ledger hashes
-    store.update_extra(f.run_id, {SAMPLES_FIELD: samples_digest(store.samples(f.run_id))})
-    store.finish_run(
-        f.run_id, status=f.status, exit_code=f.exit_code, duration_s=f.duration_s,
-        energy=f.energy, ended_at=f.ended_at,
+    end = RunEnd(
+        run_id=f.run_id,
+        start={"name": f.name, "command": f.command, "tags": f.tags,
+               "started_at": f.started_at, "pid": f.pid, "hostname": f.hostname},
+        known_extra=None if so_far is None else so_far.extra,
+        extra={"measured_devices": f.measured_devices, **f.extra}, environment=env,
+        samples=f.samples, windows=[f.window, *f.windows], status=f.status,
+        exit_code=f.exit_code, duration_s=f.duration_s, energy=f.energy, ended_at=f.ended_at,
+        samples_sha256=_timeline_digest(f.samples, so_far), samples_field=SAMPLES_FIELD,
+        fresh_sha256=_fresh_digest(f.samples),
     )  # fmt: skip
+    done = store_finished(store, end, now=time.time())
+    record = RunRecord.from_dict(done.record)
+    entry = append_run(store.url, record, store)
+    if so_far is None:
+        every = list(f.samples) if done.fresh else None
+    else:
+        every = None if so_far.samples is None else [*so_far.samples, *f.samples]
+    return StoredRun(record, done.windows, every, entry)
 
 
-def _exists(store: Store, run_id: str) -> bool:
-    try:
-        return store.resolve_id(run_id) == run_id
-    except RunNotFound:
-        return False
+def _fresh_digest(samples: list[Sample]) -> str:
+    """The digest of a run stored at once: its samples in the store's order (by time,
+    then as inserted), all in memory."""
+    from greenml.store.rows import sample_dict, sample_row
+
+    ordered = sorted(samples, key=lambda s: s.time_s)  # stable: ties stay as inserted
+    return samples_digest(sample_dict(sample_row("", s)) for s in ordered)
+
+
+def _timeline_digest(
+    samples: list[Sample], so_far: StoredSoFar | None
+) -> str | Callable[[list[dict[str, Any]]], str]:
+    """The digest of the run's whole stored timeline, from memory when it can be known there;
+    else how to digest the samples as stored (read once)."""
+    from greenml.store.rows import sample_dict, sample_row
+
+    if so_far is None:
+        # samples already stored by another writer (a store that failed mid-run) are unknown
+        return samples_digest
+    digest = so_far.timeline.copy().add(sample_dict(sample_row("", s)) for s in samples)
+    return digest.hexdigest() if digest.exact else samples_digest

@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from greenml.errors import GreenmlError, StoreError
+from greenml.errors import GreenmlError
 from greenml.measure.measurement import Measurement, Sample
 from greenml.measure.meter import Meter
 from greenml.store import new_run_id
 
 if TYPE_CHECKING:
     from greenml.record.run_record import RunRecord
-    from greenml.run.persist import FinishedRun
+    from greenml.run.persist import FinishedRun, StoredSoFar
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class Recorder:
         self.run_id = new_run_id()
         self.error: GreenmlError | None = None
         self.spooled: Path | None = None
+        self.sent: str | None = None  # what the team-server sink did ("sent to URL" ...)
         self.environment: dict[str, Any] | None = None
         self._meter = meter
         self._flush_s = min(flush_s, 5.0)
@@ -67,6 +68,7 @@ class Recorder:
         self._abandoned = False
         self._unsaved: list[Sample] = []
         self._store: Any = None
+        self._so_far: StoredSoFar | None = None  # what this recorder stored while the run ran
         self._thread = threading.Thread(target=self._work, name="greenml-recorder", daemon=True)
         self._thread.start()
 
@@ -88,13 +90,21 @@ class Recorder:
                     pid=s.pid, hostname=s.hostname, run_id=self.run_id,
                 )  # fmt: skip
                 self._created = True
-            store.update_extra(self.run_id, {**s.extra, "measured_devices": self._provenance()})
+            patch = {**s.extra, "measured_devices": self._provenance()}
+            store.update_extra(self.run_id, patch)
+            self._so_far = _stored_so_far(patch)
             self.environment = capture_environment(include_hostname=s.include_hostname, cwd=s.cwd)
             store.set_environment(self.run_id, self.environment)
             while not self._stop.wait(self._flush_s):
                 self._flush()
         except GreenmlError as exc:
             self.error = exc
+
+    @property
+    def store_url(self) -> str | None:
+        """The store's URL, without its password (``None``: not open)."""
+        store = self._store
+        return None if store is None else str(store.url)
 
     def _provenance(self) -> dict[str, dict[str, Any]]:
         """How each device is measured, kept so that a killed run's figures stay labelled."""
@@ -109,6 +119,13 @@ class Recorder:
     def _flush(self) -> None:
         self._unsaved.extend(self._meter.drain_samples())
         self._store.add_samples(self.run_id, self._unsaved)
+        so_far = self._so_far
+        if so_far is not None:  # the run's end digests (and sends) them from memory
+            from greenml.store.rows import sample_dict, sample_row
+
+            so_far.timeline.add(sample_dict(sample_row(self.run_id, s)) for s in self._unsaved)
+            if so_far.samples is not None:
+                so_far.samples.extend(self._unsaved)
         self._unsaved = []
         self._store.heartbeat(self.run_id)
 
@@ -178,14 +195,14 @@ class Recorder:
     def _finish_here(self, finished: FinishedRun) -> RunRecord | None:
         """Store the run through the open store; a record that cannot be read back is an error
         kept in ``self.error`` (the run is stored: it is not spooled again)."""
-        from greenml.run.persist import persist_run
+        from greenml.run.persist import store_run
+        from greenml.run.upload import upload_stored
 
         try:
             self._flush()  # the samples since the last flush
-            record = persist_run(self._store, finished)
-            if record is None:
-                self.error = StoreError(f"run {self.run_id} is stored but cannot be read back")
-            return record
+            stored = store_run(self._store, finished, self._so_far)  # the store + ledger sink
+            self.sent = upload_stored(self._store, stored)  # the team-server sink
+            return stored.record
         finally:
             self._store.close()
 
@@ -204,3 +221,19 @@ class Recorder:
             self.error = self.error or exc
             return
         start_ingester(self.spooled, payload["db_url"])
+
+
+def _stored_so_far(patch: dict[str, Any]) -> StoredSoFar:
+    """What the run's row holds once created and patched; its samples are kept in memory
+    when a team server will want them at the end."""
+    from greenml.ledger.samples import TimelineDigest
+    from greenml.record.run_record import RECORD_SCHEMA_VERSION
+    from greenml.run.persist import StoredSoFar
+    from greenml.run.server_settings import server_settings
+
+    try:
+        keep = server_settings() is not None
+    except GreenmlError:
+        keep = False
+    extra = {"schema_version": RECORD_SCHEMA_VERSION, **patch}
+    return StoredSoFar(extra, TimelineDigest(), [] if keep else None)

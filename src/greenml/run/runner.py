@@ -33,7 +33,7 @@ from greenml.run.preflight import check_run_inputs, storable_arg
 from greenml.run.process import Child, run_status
 from greenml.run.projection import ProgressTracker, Projection
 from greenml.run.recorder import Recorder, RunStart
-from greenml.run.session import finish_blocks
+from greenml.run.session import finish_blocks, sends_to_server
 from greenml.run.window_feed import WindowFeed
 
 if TYPE_CHECKING:
@@ -87,6 +87,7 @@ class RunResult:
     forwarded_signals: list[int]
     accounting: dict[str, Any] = field(default_factory=dict)  # the carbon and cost blocks
     job: dict[str, Any] | None = None  # the job block: the job this run is a node of
+    sent: str | None = None  # what the team-server sink did ("sent to URL" ...); None: no server
 
 
 def parse_tags(pairs: Sequence[str]) -> dict[str, str]:
@@ -224,12 +225,15 @@ def _measure(
                            budget.block)  # fmt: skip
     status = run_status(code, [*child.interrupted_by, *budget.signals])
     extra = {**options.extra(), **blocks} if options.extra is not None else blocks
+    # a run for a team server is stored and sent before greenml returns, however short
+    wait = options.wait_for_store or sends_to_server()
     record = recorder.finish(
         measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes,
-        wait_for_store=options.wait_for_store, extra=extra, windows=tracker.windows,
+        wait_for_store=wait, extra=extra, windows=tracker.windows,
     )  # fmt: skip
     feed.take(tracker.windows)
-    feed.finish(record.to_dict() if record is not None else None, run_statement(record))
+    statement = run_statement(record) if feed.sinks else None  # rendered only for a tracker
+    feed.finish(record.to_dict() if record is not None else None, statement)
     return RunResult(
         exit_code=code,
         run_id=recorder.run_id,
@@ -241,6 +245,7 @@ def _measure(
         forwarded_signals=child.forwarded,
         accounting=blocks,
         job=job,
+        sent=recorder.sent,
     )
 
 

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from greenml.accounting.run_accounting import Accounting
     from greenml.measure.measurement import Measurement
+    from greenml.record.run_record import RunRecord
     from greenml.run.projection import ProgressTracker
+    from greenml.run.recorder import Recorder
 
 log = logging.getLogger("greenml")
 
@@ -55,6 +57,37 @@ def workflow_block(tracker: ProgressTracker) -> dict[str, Any]:
     from greenml.llm.remote.collector import Collector
 
     return Collector.from_events(tracker.llm_calls, tracker.tool_calls).block()
+
+
+def sends_to_server() -> bool:
+    """Whether a team server is configured: a run then waits for its store at the end, so
+    that it is stored and sent before greenml returns (never left to a detached writer)."""
+    try:
+        from greenml.run.server_settings import server_settings
+
+        return server_settings() is not None
+    except Exception:
+        return False
+
+
+def done_line(record: RunRecord | None, run_id: str | None, store_url: str | None,
+              sent: str | None, error: str | None = None) -> str:  # fmt: skip
+    """The one line a run's end says of what was done with it (stored, sent, or not)."""
+    from greenml.quantities.energy import joules_text
+
+    if record is None:
+        return f"greenml: run {run_id or '-'} not stored" + (f": {error}" if error else "")
+    name = f" {record.name!r}" if record.name else ""
+    where = f" in {store_url}" if store_url else ""
+    line = (f"greenml: run {record.id}{name} {record.status}, "
+            f"{joules_text(record.energy.total_j or 0.0)}; stored{where}")  # fmt: skip
+    return line + (f", {sent}" if sent else "")
+
+
+def recorder_line(record: RunRecord | None, recorder: Recorder) -> str:
+    """:func:`done_line` of a run its recorder stored (or did not)."""
+    error = None if recorder.error is None else str(recorder.error)
+    return done_line(record, recorder.run_id, recorder.store_url, recorder.sent, error)
 
 
 def flops_block(

@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ from greenml.run.spool_paths import private_folder, public_url, spool_dir
 
 if TYPE_CHECKING:
     from greenml.ledger.entry import Entry
+    from greenml.run.persist import StoredRun
     from greenml.store.repository import Store
 
 log = logging.getLogger("greenml")
@@ -51,27 +53,55 @@ def uploads_dir() -> Path:
     return spool_dir() / "uploads"
 
 
-def upload_after_persist(store: Store, run_id: str, entry: Entry | None) -> None:
-    """Send a just-stored run to the configured server, or mark it as waiting; never raises."""
+def upload_after_persist(store: Store, run_id: str, entry: Entry | None) -> str | None:
+    """Send a stored run to the configured server (read from the store), or mark it as
+    waiting; what happened in a few words (``None``: no server). Never raises."""
+    ledger_entry = asdict(entry) if entry is not None else None
+    return _deliver(store, run_id, ledger_entry,
+                    lambda: _document(store, run_id, ledger_entry))  # fmt: skip
+
+
+def upload_stored(store: Store, stored: StoredRun) -> str | None:
+    """The team-server sink: send a run just stored, its upload built from the record,
+    windows and samples in hand (the samples are read once when not all are in memory);
+    what happened in a few words (``None``: no server). Never raises."""
+    ledger_entry = asdict(stored.entry) if stored.entry is not None else None
+
+    def document() -> dict[str, Any]:
+        from greenml.store.transfer import series_of, stored_series, upload_document
+
+        run_id = stored.record.id
+        series = series_of(stored.samples) if stored.samples is not None else stored_series(
+            store, run_id)  # fmt: skip
+        return upload_document(stored.record.to_dict(), stored.windows, series, ledger_entry,
+                               _user())  # fmt: skip
+
+    return _deliver(store, stored.record.id, ledger_entry, document)
+
+
+def _deliver(
+    store: Store, run_id: str, ledger_entry: dict[str, Any] | None,
+    document: Callable[[], dict[str, Any]],
+) -> str | None:  # fmt: skip
     try:
         settings = server_settings()
     except GreenmlError as exc:
         log.warning("greenml: run %s not sent to a server: %s", run_id, exc)
-        return
+        return f"not sent to a server: {exc}"
     if settings is None:
-        return
-    ledger_entry = asdict(entry) if entry is not None else None
+        return None
     try:
-        send_run(store, run_id, settings, ledger_entry)
+        post_document(document(), settings)
     except UploadError as exc:
         _mark(run_id, settings, store, ledger_entry, str(exc), refused=not exc.retry)
-        return
+        return f"{'refused by' if not exc.retry else 'not sent yet to'} {settings.url}"
     except Exception as exc:  # the run is stored locally: an upload never costs the user
         _mark(run_id, settings, store, ledger_entry, f"{type(exc).__name__}: {exc}", refused=False)
-        return
+        return f"not sent yet to {settings.url}"
     if pending_markers():  # the server answers again: send what waited for it
         with contextlib.suppress(Exception):
             push_pending(store, settings)
+    return f"sent to {settings.url}"
 
 
 def send_run(
@@ -83,12 +113,24 @@ def send_run(
         UploadError: No token, the server is unreachable or answered 5xx (``retry``),
             or it refused the run (4xx, ``retry`` False).
     """
+    return post_document(_document(store, run_id, ledger_entry), settings)
+
+
+def _document(store: Store, run_id: str, ledger_entry: dict[str, Any] | None) -> dict[str, Any]:
     from greenml.store.transfer import export_run
 
+    return export_run(store, run_id, ledger_entry=ledger_entry, user=_user())
+
+
+def post_document(document: dict[str, Any], settings: ServerSettings) -> bool:
+    """Upload one run's document; True when the server stored it now, False when it had it.
+
+    Raises:
+        UploadError: As :func:`send_run`.
+    """
     if not settings.token:
         raise UploadError(f"no token for {settings.url}: set GREENML_TOKEN or [server] token",
                           retry=False)  # fmt: skip
-    document = export_run(store, run_id, ledger_entry=ledger_entry, user=_user())
     body = json.dumps(document, allow_nan=False, separators=(",", ":")).encode()
     return TeamClient(settings, UploadError).post_json("/api/v1/runs", body) == 201
 

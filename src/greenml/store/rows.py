@@ -25,13 +25,20 @@ def sample_row(run_id: str, s: Sample) -> dict[str, Any]:
         "device": s.device,
         "component": s.component,
         "t": float(s.time_s),
-        "power_w": None if s.power_w is None else float(s.power_w),
+        "power_w": _value(s.power_w),
         "extra": dumps(other) if other else None,
     }
     for col in METRIC_COLUMNS:
-        value = s.metrics.get(col)
-        row[col] = None if value is None else float(value)
+        row[col] = _value(s.metrics.get(col))
     return row
+
+
+def _value(value: float | None) -> float | None:
+    """A reading as stored: NaN is no reading (SQLite stores it as NULL; PostgreSQL alike)."""
+    if value is None:
+        return None
+    number = float(value)
+    return None if number != number else number
 
 
 def sample_dict(r: Row) -> dict[str, Any]:

@@ -25,14 +25,16 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, select
 
 from greenml.errors import ConfigError, RecordValueError, RunConflict
+from greenml.measure.measurement import Sample
 from greenml.store.record import CORE_KEYS
-from greenml.store.rows import dumps, tag_rows
+from greenml.store.rows import dumps, sample_row, tag_rows
 from greenml.store.schema import (
     BLOCK_COLUMNS,
     FINAL_STATUSES,
@@ -72,7 +74,38 @@ def export_run(
         RunNotFound: No such run.
     """
     record = store.get_record(run_id)
-    cols = store.sample_columns(record["id"])
+    return upload_document(record, store.windows(record["id"]),
+                           stored_series(store, record["id"]), ledger_entry, user)  # fmt: skip
+
+
+def upload_document(
+    record: dict[str, Any], windows: list[dict[str, Any]], series: list[dict[str, Any]],
+    ledger_entry: dict[str, Any] | None = None, user: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The upload document of a run in hand: its record, windows and sample series."""
+    return {"format": FORMAT, "record": record, "windows": windows, "samples": series,
+            "ledger_entry": ledger_entry, "user": user}  # fmt: skip
+
+
+def series_of(samples: Sequence[Sample]) -> list[dict[str, Any]]:
+    """Samples in memory as the upload's columns per device, each ordered by time (as
+    :func:`stored_series` reads them), ``null`` for a missing value."""
+    by_device: dict[str, list[Sample]] = {}
+    for s in sorted(samples, key=lambda s: s.time_s):  # stable: ties stay as stored
+        by_device.setdefault(s.device, []).append(s)
+    series = []
+    for device, items in by_device.items():
+        rows = [sample_row("", s) for s in items]
+        entry: dict[str, Any] = {"device": device, "component": items[0].component}
+        for name in SAMPLE_COLUMNS:
+            entry[name] = [r[name] for r in rows]
+        series.append(entry)
+    return series
+
+
+def stored_series(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """A stored run's samples as the upload's columns per device (one read)."""
+    cols = store.sample_columns(run_id)
     series = []
     for code, device in enumerate(cols["devices"]):
         mask = cols["device"] == code
@@ -82,14 +115,7 @@ def export_run(
             values = cols["time_s" if name == "t" else name][mask]
             entry[name] = [None if math.isnan(v) else v for v in values.tolist()]
         series.append(entry)
-    return {
-        "format": FORMAT,
-        "record": record,
-        "windows": store.windows(record["id"]),
-        "samples": series,
-        "ledger_entry": ledger_entry,
-        "user": user,
-    }
+    return series
 
 
 def import_run(store: Store, document: dict[str, Any], project_id: int | None) -> bool:
