@@ -121,3 +121,9 @@ def test_every_place_prints_100_kj_the_same_way() -> None:
 
     assert render.energy(1e5) == joules(1e5) == joules_text(1e5) == q.energy(1e5) == "100 kJ"
     assert sigfig.energy(1e5) == "100 kJ"  # reports round to their uncertainty's figures
+
+
+@pytest.mark.parametrize("value", [1e29, 1e30, 1.7976931348623157e308, -3.3e200])
+def test_a_huge_figure_is_written_not_a_decimal_error(value: float) -> None:
+    text = q.sig(value)
+    assert text.replace(",", "").lstrip("-")[:2] in {"10", "17", "33"}

@@ -13,7 +13,7 @@ keeps :data:`DEFAULT_DIGITS`.
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 PRECISE_BELOW = 0.05
 """A relative uncertainty under this earns a third significant figure."""
@@ -45,10 +45,12 @@ def sig(value: float, digits: int = 3) -> str:
         return f"{value:.{max(digits - 1, 0)}e}"
     number = Decimal(repr(float(value)))
     decimals = max(0, digits - 1 - number.adjusted())
-    rounded = number.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
-    if rounded.adjusted() > number.adjusted() and decimals > 0:  # 0.0999 → 0.10, not 0.100
-        decimals -= 1
+    with localcontext() as exact:
+        exact.prec = 400  # every float's integer digits (1e308 has 309): quantize never fails
         rounded = number.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+        if rounded.adjusted() > number.adjusted() and decimals > 0:  # 0.0999 → 0.10, not 0.100
+            decimals -= 1
+            rounded = number.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
     return f"{rounded:,.{decimals}f}"
 
 
