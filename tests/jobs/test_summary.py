@@ -114,6 +114,52 @@ def test_a_size_that_changes_mid_job_is_stated_not_guessed(store: Store) -> None
     assert any("changed mid-job (elastic)" in p for p in s.problems)
 
 
+def test_an_elastic_jobs_rank_0_running_again_in_the_resized_phase_counts_both_runs(
+    store: Store,
+) -> None:
+    """Issue 29: 2 nodes, then resized to 1 where rank 0 runs again: 11.3 J, not 5.65 J."""
+    first = [node_run(store, _job(r, nodes=2, world_size=2), gpu_j=[2.825], duration_s=10)
+             for r in range(2)]  # fmt: skip
+    again = node_run(store, _job(0, nodes=1, world_size=1), gpu_j=[5.65], start_s=20,
+                     duration_s=10)  # fmt: skip
+    s = summarize_job("j-1", job_runs(store, "j-1"))
+    assert s.energy["total_j"] == pytest.approx(11.3) and s.energy["nodes_counted"] == 3
+    assert {n.run_id for n in s.nodes if n.counted} == {*first, again}
+    assert s.conflicts == [] and s.elastic is not None
+
+
+def test_a_restarted_rank_counts_each_run_and_an_overlapping_one_once(store: Store) -> None:
+    """Runs of one rank one after the other count (clocks 0.5 s apart allowed); one that
+    overlaps another measured the same energy: named, not counted."""
+    a = node_run(store, _job(0, nodes=1), gpu_j=[100.0], duration_s=10)
+    b = node_run(store, _job(0, nodes=1), gpu_j=[70.0], start_s=9.5, duration_s=10)
+    c = node_run(store, _job(0, nodes=1), gpu_j=[50.0], start_s=12, duration_s=3)
+    s = summarize_job("j-1", job_runs(store, "j-1"))
+    assert s.energy["total_j"] == pytest.approx(170.0)
+    assert s.conflicts == [{"step_id": None, "node": "rank 0", "run_ids": [b, c],
+                            "counted": b, "not_counted": [c]}]  # fmt: skip
+    assert {n.run_id for n in s.nodes if n.counted} == {a, b}
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(gaps=st.lists(st.floats(0.0, 50.0), min_size=1, max_size=5),
+       joules=st.lists(st.floats(0.1, 1e4), min_size=5, max_size=5))  # fmt: skip
+def test_runs_of_one_rank_one_after_another_all_count(
+    store: Store, gaps: list[float], joules: list[float]
+) -> None:
+    """Property: however many times a rank runs again, after any pause, every run counts."""
+    job_id = f"seq-{uuid.uuid4().hex[:8]}"
+    start, expected = 0.0, 0.0
+    for gap, energy in zip(gaps, joules, strict=False):
+        node_run(store, _job(0, nodes=1, job_id=job_id), gpu_j=[energy], start_s=start,
+                 duration_s=10)  # fmt: skip
+        start += 10 + gap
+        expected += energy
+    s = summarize_job(job_id, job_runs(store, job_id))
+    assert s.conflicts == [] and s.energy["total_j"] == pytest.approx(expected)
+
+
 def test_a_job_with_no_runs_is_an_error(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     from greenml.store import open_store
 

@@ -20,10 +20,14 @@ def config() -> None:
 def show(as_json: bool) -> None:
     """Each setting's effective value and where it came from (environment > file > default)."""
     from greenml.config.settings import SECRET, effective
+    from greenml.store.url import mask_url
 
     values = [
-        replace(e, value=_masked(e.value)) if e.setting.name in SECRET else e for e in effective()
-    ]
+        replace(e, value=_masked(e.value)) if e.setting.name in SECRET
+        else replace(e, value=mask_url(e.value)) if isinstance(e.value, str) and "://" in e.value
+        else e
+        for e in effective()
+    ]  # fmt: skip
     if as_json:
         rows = [{"name": e.setting.name, "value": e.value, "source": e.source,
                  "env": e.setting.env} for e in values]  # fmt: skip

@@ -331,7 +331,11 @@ def _say_where_the_run_is(options: RunOptions, result: RunResult) -> None:
     be written nowhere, the record itself on stderr so that it is not lost."""
     print(f"greenml: error: run not stored: {result.store_error}", file=sys.stderr)
     if result.spooled is not None:
-        db = f" --db {options.db_url}" if options.db_url else ""
+        import shlex
+
+        from greenml.store.url import mask_url
+
+        db = f" --db {shlex.quote(mask_url(options.db_url))}" if options.db_url else ""
         print(f"greenml: the run waits in {result.spooled}; it is stored as soon as the "
               f"database answers, by the next `greenml runs list{db}` (or any command "
               "that reads this store)", file=sys.stderr)  # fmt: skip

@@ -98,7 +98,9 @@ def push_gateway(url: str, record: Mapping[str, Any], *, timeout_s: float = PUSH
     try:
         push_to_gateway(url, job=job, registry=registry, grouping_key=grouping, timeout=timeout_s)
     except Exception as exc:  # urllib errors, a refused push: one message
-        raise PushError(f"Pushgateway {url}: push failed: {exc}") from None
+        from greenml.store.url import mask_url
+
+        raise PushError(f"Pushgateway {mask_url(url)}: push failed: {exc}") from None
 
 
 def push_otlp(

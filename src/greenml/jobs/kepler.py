@@ -52,16 +52,19 @@ def query_value(base_url: str, query: str, at_s: float, *, timeout_s: float = 10
     """
     import httpx
 
+    from greenml.store.url import mask_url
+
     url = base_url.rstrip("/") + "/api/v1/query"
+    shown = mask_url(base_url)
     try:
         answer = httpx.get(url, params={"query": query, "time": f"{at_s:.3f}"}, timeout=timeout_s)
         data = answer.json()
     except (httpx.HTTPError, ValueError) as exc:
-        raise MetricsSourceError(f"Prometheus {base_url}: query failed: {exc}") from None
+        raise MetricsSourceError(f"Prometheus {shown}: query failed: {exc}") from None
     if answer.status_code != 200 or not isinstance(data, dict) or data.get("status") != "success":
         why = data.get("error") if isinstance(data, dict) else None
         raise MetricsSourceError(
-            f"Prometheus {base_url}: query failed (HTTP {answer.status_code}): {why or 'no answer'}"
+            f"Prometheus {shown}: query failed (HTTP {answer.status_code}): {why or 'no answer'}"
         )
     try:
         result = data["data"]["result"]
@@ -69,7 +72,7 @@ def query_value(base_url: str, query: str, at_s: float, *, timeout_s: float = 10
             return None
         value = float(result[0]["value"][1])
     except (KeyError, IndexError, TypeError, ValueError):
-        raise MetricsSourceError(f"Prometheus {base_url}: an answer not understood") from None
+        raise MetricsSourceError(f"Prometheus {shown}: an answer not understood") from None
     return value if math.isfinite(value) and value >= 0 else None
 
 

@@ -4,10 +4,13 @@
 ``job`` block) and adds them up, saying what it could not add:
 
 - two runs claiming the same node (same Slurm job or array task, step and node
-  rank, or the same node name when no rank is known) are a *conflict*: one
-  measurement wins (finished before unfinished, then the longest, then the
-  first started) and the others are named, not counted, as counting both would
-  double a node's energy;
+  rank, or the same node name when no rank is known) *at the same time* are a
+  *conflict*: one measurement wins (finished before unfinished, then the
+  longest, then the first started) and the others are named, not counted, as
+  counting both would double a node's energy. Runs of one claim one after the
+  other (a restarted rank, an elastic job's rank running again in its resized
+  phase) measured different energy: each counts. "After" allows the clocks of
+  two machines to differ by up to :data:`CLOCK_SLACK_S`;
 - a run covering a node's whole allocation (``scope: allocation``, the Slurm
   prolog) covers every step on that node: a step's run there is named, not
   counted (it measured part of the same energy);
@@ -38,6 +41,8 @@ from greenml.measure.combine import combine, energy_source
 from greenml.record.run_record import RunRecord
 
 UNFINISHED = ("running", "incomplete")
+CLOCK_SLACK_S = 1.0
+"""Runs of one claim overlapping by less than this ran one after the other (clock skew)."""
 
 
 @dataclass(frozen=True)
@@ -214,9 +219,11 @@ def _resolve_conflicts(
     by_claim: dict[tuple[str | None, str | None, str], list[NodeRun]] = {}
     for n in nodes:
         by_claim.setdefault(_claim(n), []).append(n)
+    at_once = [(claim, runs) for claim, all_runs in by_claim.items()
+               for runs in _at_the_same_time(all_runs)]  # fmt: skip
     losers: dict[str, str] = {}
     conflicts: list[dict[str, Any]] = []
-    for claim, runs in by_claim.items():
+    for claim, runs in at_once:
         if len(runs) < 2:
             continue
         winner = min(runs, key=lambda n: (n.status in UNFINISHED, -(n.duration_s or 0.0),
@@ -232,6 +239,22 @@ def _resolve_conflicts(
     out = [replace(n, counted=False, not_counted_why=losers[n.run_id]) if n.run_id in losers
            else n for n in nodes]  # fmt: skip
     return out, conflicts
+
+
+def _at_the_same_time(runs: list[NodeRun]) -> list[list[NodeRun]]:
+    """``runs`` in groups that overlap in time (an unfinished run: from its start on)."""
+    groups: list[list[NodeRun]] = []
+    group_end = -float("inf")
+    for n in sorted(runs, key=lambda n: _ts(n.started_at) if n.started_at else -float("inf")):
+        start = _ts(n.started_at) if n.started_at else -float("inf")
+        end = _ts(n.ended_at) if n.ended_at and n.status not in UNFINISHED else float("inf")
+        if groups and start < group_end - CLOCK_SLACK_S:
+            groups[-1].append(n)
+            group_end = max(group_end, end)
+        else:
+            groups.append([n])
+            group_end = end
+    return groups
 
 
 def _covered_by_allocation(nodes: list[NodeRun]) -> list[NodeRun]:

@@ -12,6 +12,8 @@ Lazy imports: the store URL helpers and the CPU model's constant, when checked.
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +24,13 @@ from greenml.quantities import bounds
 MAX_NAME_CHARS = 255
 """The ``runs.name`` column of the store (VARCHAR(255) on PostgreSQL)."""
 MAX_TDP_W = bounds.MAX_TDP_W
+
+log = logging.getLogger("greenml")
+_INPUT_ERRNOS = frozenset(
+    {errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENAMETOOLONG,
+     errno.ELOOP, errno.EISDIR, errno.EINVAL}
+)  # fmt: skip
+"""Why a file cannot be made that is the path's fault, not the moment's."""
 
 
 def check_run_inputs(
@@ -54,8 +63,9 @@ def storable_arg(arg: str) -> str:
 
 
 def check_store_path(db_url: str | None) -> Path | None:
-    """The SQLite file of ``db_url``, checked usable (created if missing); ``None`` for a
-    server database (checked when it is opened, while the command runs).
+    """The SQLite file of ``db_url``, checked usable (if missing: that its folder can hold
+    it, the folders made); ``None`` for a server database (checked when it is opened,
+    while the command runs). Safe for many processes starting at once on a new store.
 
     Raises:
         ConfigError: A folder, an unreadable or non-SQLite file, or a place where no
@@ -68,18 +78,20 @@ def check_store_path(db_url: str | None) -> Path | None:
         return None
     if path.is_dir():
         raise ConfigError(f"database {path} is a folder: give a file path, e.g. {path}/runs.db")
-    if path.exists():
-        if not os.access(path, os.R_OK | os.W_OK):
-            raise ConfigError(f"database {path} is not readable and writable")
-        try:
-            with path.open("rb") as handle:
-                header = handle.read(16)
-        except OSError as exc:
-            raise ConfigError(f"database {path} cannot be read: {exc.strerror}") from None
-        if header and header != b"SQLite format 3\x00":
-            raise ConfigError(f"database {path} is not a SQLite database (corrupt or another file)")
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(16)
+    except FileNotFoundError:
+        _probe_folder(path, f"cannot create database {path}")  # a new store
         return path
-    _probe_create(path, f"cannot create database {path}")
+    except PermissionError:
+        raise ConfigError(f"database {path} is not readable and writable") from None
+    except OSError as exc:
+        raise ConfigError(f"database {path} cannot be read: {exc.strerror}") from None
+    if not os.access(path, os.W_OK):
+        raise ConfigError(f"database {path} is not readable and writable")
+    if header and header != b"SQLite format 3\x00":
+        raise ConfigError(f"database {path} is not a SQLite database (corrupt or another file)")
     return path
 
 
@@ -137,6 +149,30 @@ def _probe_create(path: Path, message: str, *, make_parents: bool = True) -> Non
         raise ConfigError(f"{message}: {exc.strerror or exc}") from None
     os.close(fd)
     path.unlink(missing_ok=True)
+
+
+def _probe_folder(path: Path, message: str) -> None:
+    """A file can be made beside ``path`` (its folders created): a store can be created there.
+
+    The probe has a name of its own, never ``path``: processes starting at once on a new
+    store neither trip on each other's probe nor remove the store one of them made.
+    A refusal that is the input's (no such place, no permission, read-only) is a
+    ConfigError; one of the moment (disk full, I/O) only warns: the command runs and
+    its run waits in the spool.
+    """
+    import tempfile
+
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # as the store makes it
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.probe-", dir=path.parent)
+    except OSError as exc:
+        if exc.errno not in _INPUT_ERRNOS:
+            log.warning("greenml: %s now (%s): the command runs; its run is kept in the spool "
+                        "until the store can be written", message, exc.strerror or exc)  # fmt: skip
+            return
+        raise ConfigError(f"{message}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -29,6 +29,7 @@ from greenml.measure.meter import Meter
 from greenml.measure.sensors.base import Sensor
 from greenml.measure.sensors.discover import discover_cpu_sensors, discover_sensors
 from greenml.run.job_identity import JobRequest, job_identity
+from greenml.run.outlived import outlived_note, outliving
 from greenml.run.preflight import check_run_inputs, storable_arg
 from greenml.run.process import Child, run_status
 from greenml.run.projection import ProgressTracker, Projection
@@ -213,6 +214,8 @@ def _measure(
         measurement = meter.end_window(RUN_WINDOW, sync_execution=False)
     finally:
         code = child.reap()
+    if note := outlived_note(outliving(f"{ENV_VAR}={events_path}")):
+        meter.notes.append(note)
     try:  # the events written since the last tick
         ended = measurement.started_at.timestamp() + measurement.duration_s
         tracker.poll(measurement.total_j, ended)

@@ -55,7 +55,10 @@ def server_settings(
     if not chosen:
         return None
     if not chosen.startswith(("http://", "https://")):
-        raise ConfigError(f"server URL must start with http:// or https://, not {chosen!r}")
+        from greenml.store.url import mask_url
+
+        shown = mask_url(chosen)
+        raise ConfigError(f"server URL must start with http:// or https://, not {shown!r}")
     token = (os.environ.get(TOKEN_ENV) or from_file.get("token") or "").strip() or None
     return ServerSettings(chosen.rstrip("/"), token)
 

@@ -55,6 +55,14 @@ def marked_processes(pid: int, name: str) -> list[int]:
     return sorted(q for q in _pids() if q != pid and _environ_has(q, marker))
 
 
+def processes_with(marker: str) -> list[int]:
+    """The live processes whose environment carries ``marker`` (``NAME=VALUE``): those of
+    a command under ``greenml run``, wherever they hang, even once the command is gone.
+    Zombies and other users' processes (unreadable) are not among them."""
+    wanted = marker.encode()
+    return sorted(q for q in _pids() if _environ_has(q, wanted))
+
+
 def _pids() -> set[int]:
     """The PIDs of the machine (on Linux a plain listing of /proc, cheaper than psutil)."""
     try:

@@ -142,7 +142,9 @@ class RedisBackend:
                     retry=Retry(NoBackoff(), 0),  # the breaker decides when to try again
                 )
             except ValueError as exc:
-                raise ConfigError(f"bad Redis URL {url!r}: {exc}") from None
+                from greenml.store.url import mask_url
+
+                raise ConfigError(f"bad Redis URL {mask_url(url)!r}: {exc}") from None
         where = client.connection_pool.connection_kwargs
         self.breaker = Breaker(
             f"Redis at {where.get('host', '?')}:{where.get('port', '?')}",
