@@ -108,6 +108,7 @@ def test_per_workflow_without_workflow_blocks_is_one_clear_error(
         time.sleep(0.01)
     assert run.record is not None and run.record.workflow is None
     assert "workflow" not in run.record.to_dict()  # older readers see no new key
+    capsys.readouterr()  # the Run's own one line of what it did
     code = main(["report", run.record.id, "--kind", "sci", "--per", "workflow", "--db", db])
     err = capsys.readouterr().err
     assert code == 2 and "no run here carries a workflow block" in err

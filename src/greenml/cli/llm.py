@@ -177,7 +177,7 @@ def _stopped_by_signals() -> Iterator[None]:
 @llm.command("node")
 @click.option("--proxy", "proxy_url", required=True, metavar="URL",
               help="The proxy of the engine (started with --node NAME).")  # fmt: skip
-@click.option("--name", required=True, metavar="NAME", help="This node's name at the proxy.")
+@click.option("--name", required=True, help="This node's name at the proxy.")
 @click.option("--engine-pid", type=click.IntRange(1), metavar="PID",
               help="CPU-only node: measure this process tree (the engine's part).")  # fmt: skip
 @sample_hz_option(10.0, "Power samples per second.")
