@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from greenml.cli import render
+from greenml.cli.help_sections import SectionedCommand
 from greenml.cli.options import (
     ci_option,
     country_option,
@@ -110,7 +111,26 @@ if TYPE_CHECKING:
     from greenml.run.runner import RunOptions, RunResult
 
 
+RUN_HELP_SECTIONS = (
+    ("The run", ("--name", "--tag", "--db", "--json-out", "--server", "-q", "--no-hostname",
+                 "--kill-on-exit", "--help")),
+    ("What is measured", ("--gpus", "--no-cpu", "--cpu-scope", "--sample-hz")),
+    ("Distributed jobs", ("--job", "--node-rank", "--job-nodes", "--no-job")),
+    ("Carbon intensity and PUE", ("--region", "--zone", "--country", "--ci", "--intensity-trace",
+                                  "--intensity-fallback", "--intensity-provider", "--pue")),
+    ("Market-based carbon and water", ("--supplier-ci", "--certificates", "--market", "--wue")),
+    ("Cost", ("--price", "--price-trace", "--instance", "--spot", "--instance-prices")),
+    ("Budgets, trackers and exports", ("--budget", "--on-budget", "--log-to", "--push-gateway",
+                                       "--otlp-endpoint")),
+    ("Green hours", ("--when", "--deadline", "--duration", "--earliest-start", "--interruptible",
+                     "--min-chunk", "--max-pieces")),
+)  # fmt: skip
+"""How ``greenml run --help`` groups its options (one left out shows under "Other options")."""
+
+
 @click.command(
+    cls=SectionedCommand,
+    sections=RUN_HELP_SECTIONS,
     context_settings={"allow_interspersed_args": False},
     options_metavar="[OPTIONS] --",
     epilog="Example: greenml run --name bert --tag lr=3e-5 -- python train.py --epochs 3",
