@@ -6,8 +6,9 @@ effective value and where it came from.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from greenml.lazy import lazy_exports
 
 _LAZY = {
     "SETTINGS": "greenml.config.settings",
@@ -22,8 +23,4 @@ if TYPE_CHECKING:
     from greenml.config.settings import SETTINGS, Setting, effective, setting
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

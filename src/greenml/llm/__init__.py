@@ -13,8 +13,7 @@ Public names load lazily (``import greenml.llm`` stays cheap)::
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from greenml.lazy import lazy_exports
 
 _EXPORTS = {
     "ProxyApp": "greenml.llm.proxy_app",
@@ -47,8 +46,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'greenml.llm' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

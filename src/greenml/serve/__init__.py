@@ -10,8 +10,9 @@ Imported lazily (numpy, redis and torch only load when used)::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from greenml.lazy import lazy_exports
 
 _LAZY = {
     "Attribution": "greenml.serve.attribution",
@@ -112,8 +113,4 @@ if TYPE_CHECKING:
     from greenml.serve.vector_index import ExactIndex
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'greenml.serve' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from greenml.lazy import lazy_exports
 
 _LAZY = {
     "Device": "greenml.measure.sensors.base",
@@ -25,8 +26,4 @@ if TYPE_CHECKING:
     from greenml.measure.sensors.fake import FakeSensor
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from greenml.lazy import lazy_exports
 
 _LAZY = {
     "replay": "greenml.schedule.replay.run",
@@ -19,8 +20,4 @@ if TYPE_CHECKING:
     from greenml.schedule.replay.run import replay, replay_trace
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _LAZY)
