@@ -16,7 +16,6 @@ inside the functions that need them.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -221,19 +220,9 @@ def _build(key: str, value: Any, base: Path, provider: str = "static") -> Intens
 
 def _read_config(path: Path, *, required: bool) -> dict[str, Any]:
     """The ``[location]`` settings of a TOML file ({} if the file or section is absent)."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+    from greenml.config.toml_file import read_toml
 
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        if required:
-            raise ConfigError(f"config file {path} does not exist") from None
-        return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"config file {path}: {e}") from e
+    data = read_toml(path, "config file", missing_ok=not required)
     section = data.get("location", {})
     if not isinstance(section, dict):
         raise ConfigError(f"config file {path}: [location] must be a table")

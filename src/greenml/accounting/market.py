@@ -27,7 +27,6 @@ import csv
 import functools
 import math
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -213,15 +212,9 @@ def read_market_file(path: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: Missing, unreadable, not TOML, or no ``[market]`` table.
     """
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+    from greenml.config.toml_file import read_toml
 
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"market file {path}: {exc}") from None
+    data = read_toml(path, "market file")
     market = data.get("market")
     if not isinstance(market, dict):
         raise ConfigError(f"market file {path}: no [market] table")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import functools
 import math
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -91,21 +90,9 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         ConfigError: Unreadable file, bad TOML, no ``[tco]`` table, an unknown
             key, or a value out of range.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path} is not UTF-8 text") from None
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+    from greenml.config.toml_file import read_toml
 
-    try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    document = read_toml(path, "TCO file")
     table = document.get("tco")
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: no [tco] table")

@@ -13,7 +13,6 @@ Lazy imports: the TOML parser and platformdirs, when the file is read.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,19 +118,9 @@ def read_file(path: Path | None = None) -> dict[str, Any]:
     Raises:
         ConfigError: The file cannot be read or parsed.
     """
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+    from greenml.config.toml_file import read_toml
 
-    path = path or config_path()
-    try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"config file {path}: {exc}") from exc
-    return data
+    return read_toml(path or config_path(), "config file", missing_ok=True)
 
 
 def effective(

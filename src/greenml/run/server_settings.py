@@ -15,10 +15,8 @@ configuration error, said once when a run is sent.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from greenml.errors import ConfigError
 
@@ -69,17 +67,9 @@ def read_server_config(path: Path) -> dict[str, str]:
     Raises:
         ConfigError: Unreadable TOML, an unknown key, or a value that is not a string.
     """
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+    from greenml.config.toml_file import read_toml
 
-    try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"config file {path}: {exc}") from exc
+    data = read_toml(path, "config file", missing_ok=True)
     section = data.get("server", {})
     if not isinstance(section, dict):
         raise ConfigError(f"config file {path}: [server] must be a table")
