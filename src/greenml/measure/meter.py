@@ -43,14 +43,15 @@ from greenml.measure.measurement import (
     Measurement,
     Sample,
 )
+from greenml.measure.retention import trim_channel
 from greenml.measure.sensors.base import Device, Sensor
 from greenml.measure.slow_counters import COUNTER_UPDATE_S, SlowCounters, edge_uncertainty_rel
 from greenml.measure.timeline import Usage, UsageTimeline
 from greenml.measure.window_energy import (
     Channel,
     Edges,
+    WindowHandle,
     WindowStart,
-    pin_window_starts,
     sampled_energy,
     usage_energy,
 )
@@ -59,23 +60,10 @@ from greenml.quantities import bounds
 log = logging.getLogger("greenml")
 
 Clock = Callable[[], float]
-
-
 _NONE: dict[str, Any] = {}  # shared, never written: a boundary with nothing of a kind to read
-
 
 WINDOW_NAME_CHARS = 255
 """The most characters of a published window's name (the store's ``windows.name``)."""
-
-
-class WindowHandle:
-    """What ``with meter.window(name) as w`` gives; ``w.measurement`` after the block."""
-
-    __slots__ = ("measurement", "name")
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.measurement: Measurement | None = None
 
 
 class Meter:
@@ -376,35 +364,11 @@ class Meter:
         return [t + off for t in times], powers
 
     def forget_before(self, key: str, time_s: float, *, holder: str | None = None) -> int:
-        """Say that samples of ``key`` before ``time_s`` (Unix) are no longer needed.
-
-        The Meter drops samples before the earliest time still needed by
-
-        - any holder: each ``holder`` keeps its own mark (the latest
-          ``time_s`` it gave, per device) until :meth:`release`;
-        - any open window: a window needs the samples around its start only
-          until a sample after its start arrives; then the energy at its start
-          is pinned (a number kept with the window) and its result stays exact;
-        - the present: nothing at or after now.
-
-        The sample just before that time is kept, so every query from it on
-        (windows, :meth:`timeline` with a later ``since_s``) is exact. Samples
-        go in halves (nothing until half of them can go), so the cost is
-        O(1) amortized per sample and memory stays within twice what is needed.
-        :meth:`timeline` without ``since_s`` then starts at the first kept sample.
-
-        Args:
-            key: Device key.
-            time_s: Unix time before which this caller needs no samples.
-            holder: Name of a long-lived consumer whose mark is kept.
-
-        Returns:
-            How many samples were dropped (often 0).
-        """
+        """Say that samples of ``key`` before ``time_s`` (Unix) are no longer needed; a
+        ``holder`` keeps its mark until :meth:`release`. What is kept and why:
+        :mod:`greenml.measure.retention`. Returns how many samples were dropped (often 0)."""
         if not math.isfinite(time_s):
             raise ConfigError(f"time_s must be a finite number, got {time_s}")
-        channel = self._channels[key]
-        line = channel.timeline
         cut = time_s - self._wall_offset
         with self._windows_lock:
             cut = min(cut, self._clock())
@@ -413,15 +377,7 @@ class Meter:
             for marks in self._holds.values():
                 cut = min(cut, marks.get(key, math.inf))
             begins = tuple(self._windows.values())
-        cut = pin_window_starts(channel, begins, cut)
-        usage = channel.usage
-        gaps = channel.gaps  # closed gaps wholly before every open window and the cut
-        oldest = min([cut, *(b.mono_s for b in begins)])
-        done = next((i for i, (_, end) in enumerate(gaps) if end >= oldest), len(gaps))
-        del gaps[:done]
-        if usage is not None:
-            usage.trim(cut, min_fraction=0.5)
-        return line.trim(cut, min_fraction=0.5)
+        return trim_channel(self._channels[key], cut, begins)
 
     def release(self, holder: str) -> None:
         """Drop every mark of ``holder`` (a consumer that has stopped)."""

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from greenml.measure.measurement import POWER_INTEGRATED, DeviceEnergy, EnergyPart
+from greenml.measure.measurement import POWER_INTEGRATED, DeviceEnergy, EnergyPart, Measurement
 from greenml.measure.sensors.base import Device
 from greenml.measure.timeline import PartsJ, PowerTimeline, Usage, UsageTimeline
 
@@ -153,3 +153,13 @@ def pin_window_starts(channel: Channel, begins: Sequence[WindowStart], cut: floa
             else:
                 cut = min(cut, begin.mono_s)
     return cut
+
+
+class WindowHandle:
+    """What ``with meter.window(name) as w`` gives; ``w.measurement`` after the block."""
+
+    __slots__ = ("measurement", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.measurement: Measurement | None = None

@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 from greenml.errors import ConfigError
 from greenml.measure import events
 from greenml.measure.measurement import Measurement
-from greenml.measure.meter import Meter, WindowHandle
+from greenml.measure.meter import Meter
+from greenml.measure.window_energy import WindowHandle
 from greenml.run.budget import Verdict, budget_from, check_budget
 from greenml.run.budget_watch import act_on_verdict
 from greenml.run.inprocess_options import block_ending, run_settings

@@ -12,7 +12,8 @@ import itertools
 from collections.abc import Callable, Iterator
 
 from greenml.measure.measurement import Measurement
-from greenml.measure.meter import Meter, WindowHandle
+from greenml.measure.meter import Meter
+from greenml.measure.window_energy import WindowHandle
 
 
 class RunWindows:
