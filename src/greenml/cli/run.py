@@ -286,6 +286,8 @@ def run(
         ),
         budget=parse_budget(budget, on_budget) if budget is not None else None,
         log_to=log_to,
+        push_gateway=push_gateway,
+        otlp_endpoint=otlp_endpoint,
     )
     green = None
     planned = (deadline, duration, earliest_start, min_chunk, max_pieces)
@@ -323,27 +325,7 @@ def run(
               file=sys.stderr)  # fmt: skip
     if result.store_error:
         _say_where_the_run_is(options, result)
-    if push_gateway or otlp_endpoint:
-        _push(options, result, push_gateway, otlp_endpoint)
-    if json_out is not None:
-        record = result.record.to_dict() if result.record else _unsaved_record(options, result)
-        try:
-            json_out.write_text(json_text(record, indent=2, ensure_ascii=False) + "\n")
-        except OSError as exc:
-            print(f"greenml: error: --json-out {json_out} not written: {exc.strerror or exc}",
-                  file=sys.stderr)  # fmt: skip
     exit_like(result.exit_code)
-
-
-def _push(options: RunOptions, result: RunResult, gateway: str | None, otlp: str | None) -> None:
-    """The opt-in push sinks; a failure is a warning: the command's exit code stands."""
-    if result.run_id == "-":
-        return  # not measured: nothing to push (already said)
-    from greenml.exporter.push import push_all
-
-    record = result.record.to_dict() if result.record else _unsaved_record(options, result)
-    for warning in push_all(record, [gateway] if gateway else [], [otlp] if otlp else []):
-        print(f"greenml: warning: {warning}", file=sys.stderr)
 
 
 def _say_where_the_run_is(options: RunOptions, result: RunResult) -> None:
@@ -359,8 +341,8 @@ def _say_where_the_run_is(options: RunOptions, result: RunResult) -> None:
         print(f"greenml: the run waits in {result.spooled}; it is stored as soon as the "
               f"database answers, by the next `greenml runs list{db}` (or any command "
               "that reads this store)", file=sys.stderr)  # fmt: skip
-    elif result.run_id != "-":
-        record = json_text(_unsaved_record(options, result), ensure_ascii=False, default=str)
+    elif result.data is not None:
+        record = json_text(result.data, ensure_ascii=False, default=str)
         print(f"greenml: the run could be written nowhere; its record:\n{record}",
               file=sys.stderr)  # fmt: skip
 
@@ -376,7 +358,7 @@ class _LiveLine:
         self._projection = projection
 
     def update(self, meter: Meter) -> None:
-        from greenml.run.runner import RUN_WINDOW
+        from greenml.run.run_session import RUN_WINDOW
 
         m = meter.peek_window(RUN_WINDOW)
         elapsed = time.monotonic() - self._t0
@@ -434,27 +416,3 @@ def verbose() -> bool:
     """Whether ``greenml -v`` was given (the run's notes then follow its summary)."""
     ctx = click.get_current_context(silent=True)
     return bool(ctx is not None and ctx.find_root().params.get("verbose"))
-
-
-def _unsaved_record(options: RunOptions, result: RunResult) -> dict[str, Any]:
-    """The run record when the store could not take it (``--json-out`` still gets it)."""
-    from greenml.run.process import run_status
-
-    m = result.measurement
-    return {
-        "id": result.run_id,
-        "name": options.name,
-        "command": list(options.command),
-        "started_at": m.started_at.isoformat(),
-        "duration_s": m.duration_s,
-        "exit_code": result.exit_code,
-        "status": run_status(result.exit_code),
-        "energy": {**m.to_dict(), "notes": result.notes},
-        "environment": {},
-        "tags": options.tags,
-        **result.accounting,
-        **({"job": result.job} if result.job is not None else {}),
-        **(options.extra() if options.extra is not None else {}),
-        "saved": False,
-        "store_error": result.store_error,
-    }

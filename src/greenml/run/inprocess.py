@@ -9,13 +9,11 @@
             run.progress(epoch + 1, 3)
     run.record  # the stored RunRecord, with carbon and cost
 
-The same pieces as ``greenml run``: sensors and the Meter (:mod:`greenml.measure`),
-the recorder that opens the store and captures the environment in the background
-(:mod:`greenml.run.recorder`), the projection (:mod:`greenml.run.projection`),
-carbon and cost (:mod:`greenml.accounting.run_accounting`), and the one writer
-:func:`greenml.run.persist.persist_run` (store, ledger, upload). Run under
-``greenml run``, it joins the outer run: nothing is measured twice, its windows
-and progress go to the parent as events, and the parent stores the run.
+It drives the same :class:`~greenml.run.run_session.RunSession` as ``greenml run``
+(the run window, projection, budget, windows, accounting, the store and the sinks),
+from a background thread and this process's events. Run under ``greenml run``, it
+joins the outer run: nothing is measured twice, its windows and progress go to the
+parent as events, and the parent stores the run.
 
 It never raises into the training code: a failure is one warning and a labelled
 gap (a note in the record, a window without a measurement). Only a misuse of the
@@ -29,11 +27,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import ConfigError
@@ -41,22 +39,18 @@ from greenml.measure import events
 from greenml.measure.measurement import Measurement
 from greenml.measure.meter import Meter
 from greenml.measure.window_energy import WindowHandle
-from greenml.run.budget import Verdict, budget_from, check_budget
+from greenml.run.budget import Verdict, budget_from
 from greenml.run.budget_watch import act_on_verdict
 from greenml.run.inprocess_options import block_ending, run_settings
+from greenml.run.run_session import RUN_WINDOW
 from greenml.run.run_windows import RunWindows
 from greenml.run.session import DEFAULT_CPU_SCOPE
 from greenml.run.sigterm_guard import SigtermGuard
-from greenml.run.window_feed import WindowFeed
 
 if TYPE_CHECKING:
-    from greenml.accounting.run_accounting import Accounting
     from greenml.measure.sensors.base import Sensor
     from greenml.record.run_record import RunRecord
-    from greenml.run.projection import ProgressTracker
-    from greenml.run.recorder import Recorder
-
-RUN_WINDOW = "run"
+    from greenml.run.run_session import RunSession
 log = logging.getLogger("greenml")
 
 _current: list[Run] = []  # open runs of this process, innermost last
@@ -88,6 +82,9 @@ class Run:
         budget_kwh, budget_kg, budget_usd: One budget, judged on the projection's lower bound.
         on_budget: ``"warn"`` (one warning with the projected total) or ``"stop"`` (SIGTERM).
         log_to: Tracker sinks: ``"mlflow"``, ``"wandb"``, ``"tensorboard"`` or sink objects.
+        push_gateway, otlp_endpoint: At the end, push the run's figures to a Prometheus
+            Pushgateway / an OTLP metrics endpoint (as ``greenml run``'s options).
+        json_out: At the end, also write the run record as JSON to this file.
         sensors: Measure with these sensors instead of this machine's (tests, replays).
         store: Store the run (``False``: only measure and account it).
         tick_s: How often the background thread projects, checks the budget and logs windows.
@@ -116,6 +113,9 @@ class Run:
         budget_usd: float | None = None,
         on_budget: str = "warn",
         log_to: Sequence[Any] | None = None,
+        push_gateway: str | None = None,
+        otlp_endpoint: str | None = None,
+        json_out: str | Path | None = None,
         include_hostname: bool = True,
         sensors: Sequence[Sensor] | None = None,
         store: bool = True,
@@ -139,22 +139,21 @@ class Run:
         self._cpu_scope = cpu_scope
         self._include_hostname, self._given_sensors, self._store = include_hostname, sensors, store
         self._log_to, self._tick_s = list(log_to), tick_s
+        self._push = (push_gateway, otlp_endpoint, None if json_out is None else str(json_out))
+        if json_out is not None:
+            from greenml.run.preflight import check_run_inputs
+
+            check_run_inputs(name=name, tags=self.tags, db_url=None, json_out=Path(json_out))
         self.record: RunRecord | None = None
         self.measurement: Measurement | None = None
-        self.accounting_blocks: dict[str, Any] = {}
         self.block_providers: dict[str, Callable[[], dict[str, Any]]] = {}
         """Record blocks other parts add (``workflow``: greenml.llm.remote), made at the end."""
         self.notes: list[str] = []
         self.joined = False
-        self.budget_verdict: Verdict | None = None
         self.run_id: str | None = None
         self._state = "new"
         self._meter: Meter | None = None
-        self._recorder: Recorder | None = None
-        self._accounting: Accounting | None = None
-        self._tracker: ProgressTracker | None = None
-        self._feed: WindowFeed | None = None
-        self._windows: list[Measurement] = []
+        self._session: RunSession | None = None
         self._events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -209,27 +208,32 @@ class Run:
             AccountingOptions,
             prepare_accounting,
         )
-        from greenml.run.projection import ProgressTracker
+        from greenml.run.run_session import RunSession, SessionSettings, run_sinks
 
+        options = AccountingOptions(**self._location)
         try:
-            self._accounting = prepare_accounting(AccountingOptions(**self._location))
+            accounting = prepare_accounting(options)
         except Exception as exc:  # a bad zone must not cost the run: carbon says why
-            self._accounting = Accounting()
-            self._accounting.failure = f"accounting settings refused: {exc}"
-            self._gap("accounting", self._accounting.failure)
-        self._meter = self._open_meter()
-        self._meter.begin_window(RUN_WINDOW, sync_execution=False)
-        log.info("greenml: run %s measures %s", self.name or "", ", ".join(
-            f"{d.key} ({d.method})" for d in self._meter.devices) or "nothing")  # fmt: skip
-        self._tracker = ProgressTracker(None, self._started_at)
-        self._feed = WindowFeed(self._accounting, self._make_sinks(), self._warn)
+            accounting = Accounting()
+            accounting.failure = f"accounting settings refused: {exc}"
+            self._gap("accounting", accounting.failure)
+        push_gateway, otlp_endpoint, json_out = self._push
+        settings = SessionSettings(
+            name=self.name, command=[sys.executable, *sys.argv], tags=dict(self.tags),
+            db_url=self._db, include_hostname=self._include_hostname, store=self._store,
+            accounting=options, budget=self.budget, start_extra={"run_api": "python"},
+            sinks=run_sinks(push_gateway, otlp_endpoint,
+                            None if json_out is None else Path(json_out)),
+        )  # fmt: skip
+        self._meter = meter = self._open_meter()
+        session = RunSession(settings, accounting, self._make_sinks(), self._warn,
+                             self._started_at)  # fmt: skip
+        session.start(meter)  # the recorder's thread opens the store and reads the environment
+        self._session, self.run_id = session, session.run_id
         events.add_listener(self._on_event)
         self._sigterm.catch()
         self._thread = threading.Thread(target=self._loop, name="greenml-run", daemon=True)
         self._thread.start()
-        if self._store:  # last: its thread opens the store and reads the environment
-            self._recorder = self._open_recorder(self._meter)
-            self.run_id = self._recorder.run_id
 
     def _open_meter(self) -> Meter:
         sensors = self._given_sensors
@@ -241,20 +245,6 @@ class Run:
         meter = Meter(sensors=sensors, sample_hz=self._sample_hz, record_samples=self._store)
         meter.notes[:0] = notes
         return meter
-
-    def _open_recorder(self, meter: Meter) -> Recorder:
-        from greenml.run.preflight import storable_arg
-        from greenml.run.recorder import Recorder, RunStart
-
-        command = [sys.executable, *sys.argv]
-        start = RunStart(
-            name=self.name, command=[storable_arg(a) for a in command], tags=dict(self.tags),
-            started_at=self._started_at, pid=os.getpid(),
-            hostname=socket.gethostname() if self._include_hostname else None,
-            db_url=self._db, include_hostname=self._include_hostname,
-            extra={"run_api": "python"},
-        )  # fmt: skip
-        return Recorder(start, meter)
 
     def _make_sinks(self) -> list[Any]:
         if not self._log_to:
@@ -312,19 +302,14 @@ class Run:
 
     def _end_measuring(self, status: str, exit_code: int | None) -> dict[str, Any]:
         """Stop the background thread and close the run window (what stop cannot defer)."""
-        assert self._meter is not None
+        session = self._session
+        assert session is not None
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
         events.remove_listener(self._on_event)
-        self._tick()  # the events and windows since the last tick
-        meter = self._meter
-        self.measurement = m = meter.end_window(RUN_WINDOW, sync_execution=False)
-        timelines = {d.key: meter.timeline(d.key) for d in meter.devices}
-        meter.close()
-        return {"measurement": m, "timelines": timelines, "status": status,
-                "exit_code": exit_code, "ended_at": time.time(),
-                "notes": [*meter.notes, *self.notes]}  # fmt: skip
+        self.measurement = session.end(self._take_events())  # and the events since the tick
+        return {"status": status, "exit_code": exit_code}
 
     def _store_safely(self, ended: dict[str, Any]) -> None:
         time.sleep(0)  # hand the GIL back at once: stop(wait=False) returns first
@@ -333,42 +318,34 @@ class Run:
         except Exception as exc:
             self._gap("stop", f"the run could not be stored: {exc!r}")
 
-    def _store_run(
-        self, measurement: Measurement, timelines: dict[str, Any], status: str,
-        exit_code: int | None, ended_at: float, notes: list[str],
-    ) -> None:  # fmt: skip
-        from greenml.run.runner import run_statement
-        from greenml.run.session import finish_blocks
-
-        assert self._tracker is not None and self._feed is not None
-        assert self._accounting is not None
-        m = measurement
-        budget: dict[str, Any] | None = None
-        if self.budget is not None:
-            verdict = self.budget_verdict
-            passed = {} if verdict is None else verdict.to_dict(time.time())
-            budget = {**self.budget.to_dict(), "passed": verdict is not None, **passed}
-        extra = finish_blocks(self._accounting, m, timelines, self._tracker, self.tags, budget)
-        self.accounting_blocks = {
-            k: v for k, v in extra.items() if k not in ("progress", "flops", "budget")
-        }
+    def _store_run(self, status: str, exit_code: int | None) -> None:
+        session = self._session
+        assert session is not None
+        extra: dict[str, Any] = {}
         for key, provide in list(self.block_providers.items()):
             try:
                 extra[key] = provide()
             except Exception as exc:
                 self._gap(key, f"the {key} block could not be made: {exc!r}")
-        if self._recorder is not None:
-            self.record = self._recorder.finish(
-                m, exit_code=exit_code, status=status, ended_at=ended_at, notes=notes,
-                wait_for_store=True, extra=extra, windows=self._windows,
-            )  # fmt: skip
-            if self._recorder.error is not None:
-                self._gap("store", f"run not stored: {self._recorder.error}")
+        self.record = session.finish(status, exit_code, notes=self.notes, extra=extra)
+        recorder = session.recorder
+        if recorder is not None:
+            if recorder.error is not None:
+                self._gap("store", f"run not stored: {recorder.error}")
             from greenml.run.session import recorder_line
 
-            print(recorder_line(self.record, self._recorder), file=sys.stderr)  # one line: done
-        record = self.record.to_dict() if self.record is not None else None
-        self._feed.finish(record, run_statement(self.record) if self._feed.sinks else None)
+            print(recorder_line(self.record, recorder), file=sys.stderr)  # one line: done
+
+    @property
+    def accounting_blocks(self) -> dict[str, Any]:
+        """The carbon, cost, market-based, water and embodied blocks of the finished run."""
+        blocks = {} if self._session is None else self._session.blocks
+        return {k: v for k, v in blocks.items() if k not in ("progress", "flops", "budget")}
+
+    @property
+    def budget_verdict(self) -> Verdict | None:
+        """The budget's verdict once it is surely passed (``None``: not passed, or none)."""
+        return None if self._session is None else self._session.verdict
 
     def _release(self) -> None:
         self._stop.set()
@@ -385,14 +362,15 @@ class Run:
         leaves ``w.measurement`` ``None`` (one warning, a note in the record).
         """
         meter = self._window_meter()
-        keep = None if self.joined else self._windows.append  # joined: the parent keeps it
+        session = self._session  # joined: the parent keeps the window
+        keep = None if self.joined or session is None else session.windows.append
         with self._run_windows.measure(meter, name, keep) as handle:
             yield handle
 
     def add_window(self, measurement: Measurement) -> None:
         """Keep a window measured elsewhere on this run's Meter (the callbacks' steps)."""
-        if self._state == "running" and not self.joined:
-            self._windows.append(measurement)
+        if self._state == "running" and self._session is not None:
+            self._session.windows.append(measurement)
 
     @property
     def meter(self) -> Meter | None:
@@ -428,9 +406,10 @@ class Run:
 
     def carbon_kg(self, measurement: Measurement) -> float | None:
         """CO2eq of a window at the run's effective rate so far (``None``: not known)."""
-        feed = self._feed
-        if feed is None or self._meter is None:
+        session = self._session
+        if session is None or self._meter is None:
             return None
+        feed = session.feed
         if feed.g_per_kwh is None:
             try:
                 feed.rates_from(self._meter.peek_window(RUN_WINDOW))
@@ -442,7 +421,7 @@ class Run:
     @property
     def projection(self) -> Any | None:
         """The latest :class:`~greenml.run.projection.Projection` (``None`` before two reports)."""
-        return None if self._tracker is None else self._tracker.latest
+        return None if self._session is None else self._session.tracker.latest
 
     def _on_event(self, event: dict[str, Any]) -> None:
         """``greenml.progress()`` and published windows of this process, as events."""
@@ -458,33 +437,15 @@ class Run:
                 self._warn("tick", f"greenml: run bookkeeping failed: {exc!r}")
 
     def _tick(self) -> None:
-        meter, tracker, feed = self._meter, self._tracker, self._feed
-        assert meter is not None and tracker is not None and feed is not None
+        assert self._session is not None
+        verdict = self._session.tick(self._take_events())
+        if verdict is not None:
+            act_on_verdict(verdict, self.notes)
+
+    def _take_events(self) -> list[dict[str, Any]]:
         with self._lock:
             given, self._events = self._events, []
-        now = time.time()
-        spent = meter.peek_window(RUN_WINDOW)
-        tracker.poll(spent.total_j, now, given)
-        self._windows.extend(tracker.windows)  # published by other Meters of this process
-        tracker.windows.clear()
-        if feed.sinks or (self.budget is not None and self.budget.unit != "kWh"):
-            feed.rates_from(spent)
-            tracker.g_per_kwh, tracker.usd_per_kwh = feed.g_per_kwh, feed.usd_per_kwh
-        feed.take(self._windows)
-        feed.flush()
-        self._check_budget(spent.total_j)
-
-    def _check_budget(self, spent_j: float) -> None:
-        if self.budget is None or self.budget_verdict is not None or self._feed is None:
-            return
-        verdict = check_budget(
-            self.budget, spent_j=spent_j, projection=self.projection,
-            g_per_kwh=self._feed.g_per_kwh, usd_per_kwh=self._feed.usd_per_kwh,
-        )  # fmt: skip
-        if verdict is None:
-            return
-        self.budget_verdict = verdict
-        act_on_verdict(verdict, self.notes)
+        return given
 
     # ------------------------------------------------------------------ failures
 

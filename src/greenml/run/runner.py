@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import socket
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -30,18 +29,16 @@ from greenml.measure.sensors.base import Sensor
 from greenml.measure.sensors.discover import discover_cpu_sensors, discover_sensors
 from greenml.run.job_identity import JobRequest, job_identity
 from greenml.run.outlived import outlived_note, outliving
-from greenml.run.preflight import check_run_inputs, storable_arg
+from greenml.run.preflight import check_run_inputs
 from greenml.run.process import Child, run_status
-from greenml.run.projection import ProgressTracker, Projection
-from greenml.run.recorder import Recorder, RunStart
-from greenml.run.session import finish_blocks, sends_to_server
-from greenml.run.window_feed import WindowFeed
+from greenml.run.run_session import RUN_WINDOW, RunSession, SessionSettings, run_sinks
+from greenml.run.session import sends_to_server
 
 if TYPE_CHECKING:
     from greenml.record.run_record import RunRecord
-    from greenml.run.budget import Budget
+    from greenml.run.budget import Budget, Verdict
+    from greenml.run.projection import Projection
 
-RUN_WINDOW = "run"
 log = logging.getLogger("greenml")
 
 
@@ -66,6 +63,8 @@ class RunOptions:
     job: JobRequest = field(default_factory=JobRequest)  # --job, or found in the environment
     budget: Budget | None = None  # warn, or SIGTERM the command, once surely passed
     log_to: Sequence[str] = ()  # tracker sinks (mlflow, wandb, tensorboard)
+    push_gateway: str | None = None  # at the end, push the figures to this Pushgateway
+    otlp_endpoint: str | None = None  # … and/or to this OTLP/HTTP metrics endpoint
 
     def __post_init__(self) -> None:
         """Refuse a name or tag the store cannot keep before the command starts."""
@@ -89,6 +88,7 @@ class RunResult:
     accounting: dict[str, Any] = field(default_factory=dict)  # the carbon and cost blocks
     job: dict[str, Any] | None = None  # the job block: the job this run is a node of
     sent: str | None = None  # what the team-server sink did ("sent to URL" ...); None: no server
+    data: dict[str, Any] | None = None  # the record as JSON, as the sinks got it (unsaved too)
 
 
 def parse_tags(pairs: Sequence[str]) -> dict[str, str]:
@@ -122,11 +122,17 @@ def run_measured(
     job = job_identity(options.job, include_hostname=options.include_hostname,
                        run_name=options.name)  # fmt: skip
     accounting = prepare_accounting(options.accounting)
-    sinks = _sinks(options)
+    trackers = _trackers(options)  # a missing package stops the run before it starts
     started_at = time.time()
     events_path = _events_file()
-    g_per_kwh, usd_per_kwh = _static_rates(options.accounting)
-    tracker = ProgressTracker(events_path, started_at, g_per_kwh=g_per_kwh, usd_per_kwh=usd_per_kwh)
+    settings = SessionSettings(
+        name=options.name, command=list(options.command), tags=dict(options.tags),
+        db_url=options.db_url, include_hostname=options.include_hostname,
+        accounting=options.accounting, budget=options.budget,
+        start_extra=_start_extra(options, job), events_path=events_path,
+        sinks=run_sinks(options.push_gateway, options.otlp_endpoint, options.json_out),
+    )  # fmt: skip
+    session = RunSession(settings, accounting, trackers, _warn_once(set()), started_at)
     # What needs no pid is opened before the command starts, so that the run
     # window opens a few ms after it, not after NVML's start-up.
     gpu_sensors, notes = _open_gpus(options)
@@ -140,21 +146,19 @@ def run_measured(
         _close(gpu_sensors)
         raise
     try:
-        feed = WindowFeed(accounting, sinks, _warn_once(set()))
-        return _measure(child, options, accounting, tracker, feed, started_at, events_path,
-                        gpu_sensors, notes, on_tick, on_progress, job)  # fmt: skip
+        return _measure(child, options, session, gpu_sensors, notes, on_tick, on_progress, job)
     except Exception as exc:  # the command runs: greenml must not end in a traceback
         return _unmeasured(child, started_at, events_path, exc)
 
 
 def _measure(
-    child: Child, options: RunOptions, accounting: Any, tracker: ProgressTracker,
-    feed: WindowFeed, started_at: float, events_path: str, gpu_sensors: list[Sensor],
+    child: Child, options: RunOptions, session: RunSession, gpu_sensors: list[Sensor],
     notes: list[str],
     on_tick: Callable[[Meter], None] | None, on_progress: Callable[[Projection], None] | None,
     job: dict[str, Any] | None = None,
 ) -> RunResult:  # fmt: skip
     """Measure the running child until it ends, then account and store the run."""
+    events_path = session.settings.events_path
     try:
         cpu_sensors: list[Sensor] = []
         if options.cpu:
@@ -170,40 +174,18 @@ def _measure(
             record_samples=True,
         )
         meter.notes[:0] = notes
-        meter.begin_window(RUN_WINDOW, sync_execution=False)
-        log.info("greenml: measuring %s", ", ".join(f"{d.key} ({d.method})" for d in meter.devices)
-                 or "nothing (no sensor)")  # fmt: skip
-        recorder = Recorder(
-            RunStart(
-                name=options.name,
-                command=[storable_arg(a) for a in options.command],
-                tags=dict(options.tags),
-                started_at=started_at,
-                pid=os.getpid(),
-                hostname=socket.gethostname() if options.include_hostname else None,
-                db_url=options.db_url,
-                include_hostname=options.include_hostname,
-                extra=_start_extra(options, job),
-            ),
-            meter,
-        )
-
-        budget = _BudgetWatch(options.budget, child)
+        session.start(meter)
+        stopped_by_budget: list[int] = []
 
         def tick() -> None:
             try:
-                spent = meter.peek_window(RUN_WINDOW)
-                projection = tracker.poll(spent.total_j, time.time())
-                if feed.sinks or budget.needs_rates:
-                    feed.rates_from(spent)
-                    feed.take(tracker.windows)
-                    feed.flush()
-                budget.check(spent.total_j, projection, feed, tracker)
+                verdict = session.tick()
+                if verdict is not None:
+                    _stop_for_budget(verdict, child, stopped_by_budget)
             except Exception as exc:  # a bad event must not cost the user the run
                 log.debug("greenml: events not read: %r", exc)
-                projection = None
-            if projection is not None and on_progress is not None:
-                on_progress(projection)
+            if session.tracker.latest is not None and on_progress is not None:
+                on_progress(session.tracker.latest)
             if on_tick is not None:
                 on_tick(meter)
 
@@ -211,32 +193,19 @@ def _measure(
     finally:
         child.restore_signals()
     try:
-        measurement = meter.end_window(RUN_WINDOW, sync_execution=False)
+        measurement = session.end()
     finally:
         code = child.reap()
     if note := outlived_note(outliving(f"{ENV_VAR}={events_path}")):
         meter.notes.append(note)
-    try:  # the events written since the last tick
-        ended = measurement.started_at.timestamp() + measurement.duration_s
-        tracker.poll(measurement.total_j, ended)
-    except Exception as exc:
-        log.warning("greenml: progress events not read: %r", exc)
-    _remove(events_path)
-    timelines = {d.key: meter.timeline(d.key) for d in meter.devices} if accounting.active else {}
-    meter.close()
-    blocks = finish_blocks(accounting, measurement, timelines, tracker, options.tags,
-                           budget.block)  # fmt: skip
-    status = run_status(code, [*child.interrupted_by, *budget.signals])
-    extra = {**options.extra(), **blocks} if options.extra is not None else blocks
+    _remove(events_path or "")
+    status = run_status(code, [*child.interrupted_by, *stopped_by_budget])
     # a run for a team server is stored and sent before greenml returns, however short
-    wait = options.wait_for_store or sends_to_server()
-    record = recorder.finish(
-        measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes,
-        wait_for_store=wait, extra=extra, windows=tracker.windows,
-    )  # fmt: skip
-    feed.take(tracker.windows)
-    statement = run_statement(record) if feed.sinks else None  # rendered only for a tracker
-    feed.finish(record.to_dict() if record is not None else None, statement)
+    wait = options.wait_for_store or options.json_out is not None or sends_to_server()
+    record = session.finish(status, code, extra=options.extra() if options.extra else None,
+                            wait_for_store=wait)  # fmt: skip
+    recorder = session.recorder
+    assert recorder is not None
     return RunResult(
         exit_code=code,
         run_id=recorder.run_id,
@@ -246,10 +215,25 @@ def _measure(
         store_error=str(recorder.error) if recorder.error else None,
         spooled=recorder.spooled,
         forwarded_signals=child.forwarded,
-        accounting=blocks,
+        accounting=session.blocks,
         job=job,
         sent=recorder.sent,
+        data=session.data,
     )
+
+
+def _stop_for_budget(verdict: Verdict, child: Child, signals: list[int]) -> None:
+    """``--budget``: says it once; with ``--on-budget stop`` the command gets SIGTERM."""
+    import signal
+    import sys
+
+    if verdict.budget.on_budget == "stop":
+        print(f"{verdict.message()}; stopping the command (SIGTERM)", file=sys.stderr)
+        signals.append(signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, signal.SIGTERM)
+    else:
+        print(verdict.message(), file=sys.stderr)
 
 
 def _start_extra(options: RunOptions, job: dict[str, Any] | None) -> dict[str, Any]:
@@ -316,21 +300,7 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
-def _static_rates(options: AccountingOptions | None) -> tuple[float | None, float | None]:
-    """(g/kWh, USD/kWh) known before the run, for the live projection; None: not known yet."""
-    if options is None:
-        return None, None
-    try:
-        pue = 1.0 if options.pue is None else float(options.pue)
-    except ValueError:
-        return None, None  # a provider's PUE: known once accounting runs
-    g = options.ci * pue if options.ci is not None and not options.intensity_trace else None
-    simple_price = not options.price_trace and not options.instance
-    usd = options.price * pue if options.price is not None and simple_price else None
-    return g, usd
-
-
-def _sinks(options: RunOptions) -> list[Any]:
+def _trackers(options: RunOptions) -> list[Any]:
     """The tracker sinks of ``--log-to`` (a missing package stops the run before it starts)."""
     if not options.log_to:
         return []
@@ -346,51 +316,3 @@ def _warn_once(seen: set[str]) -> Callable[[str, str], None]:
             log.warning("%s", message)
 
     return warn
-
-
-def run_statement(record: RunRecord | None) -> str | None:
-    """The impact statement (Markdown) of a stored run, for the trackers; ``None`` if none."""
-    if record is None:
-        return None
-    try:
-        from greenml.report.statement import statement_markdown
-
-        return statement_markdown(record.to_dict())
-    except Exception as exc:
-        log.debug("greenml: no impact statement: %r", exc)
-        return None
-
-
-class _BudgetWatch:
-    """``--budget``: warns once, or sends the command SIGTERM, when the budget is surely passed."""
-
-    def __init__(self, budget: Budget | None, child: Child) -> None:
-        self.budget = budget
-        self.block: dict[str, Any] | None = None if budget is None else {
-            **budget.to_dict(), "passed": False}  # fmt: skip
-        self.signals: list[int] = []
-        self.needs_rates = budget is not None and budget.unit != "kWh"
-        self._child = child
-
-    def check(self, spent_j: float, projection: Any, feed: WindowFeed, tracker: Any) -> None:
-        if self.budget is None or (self.block or {}).get("passed"):
-            return
-        import signal
-        import sys
-
-        from greenml.run.budget import check_budget
-
-        g = feed.g_per_kwh if feed.g_per_kwh is not None else tracker.g_per_kwh
-        usd = feed.usd_per_kwh if feed.usd_per_kwh is not None else tracker.usd_per_kwh
-        verdict = check_budget(self.budget, spent_j=spent_j, projection=projection,
-                               g_per_kwh=g, usd_per_kwh=usd)  # fmt: skip
-        if verdict is None:
-            return
-        self.block = {**self.budget.to_dict(), "passed": True, **verdict.to_dict(time.time())}
-        if self.budget.on_budget == "stop":
-            print(f"{verdict.message()}; stopping the command (SIGTERM)", file=sys.stderr)
-            self.signals.append(signal.SIGTERM)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self._child.pid, signal.SIGTERM)
-        else:
-            print(verdict.message(), file=sys.stderr)
