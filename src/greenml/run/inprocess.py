@@ -30,7 +30,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -146,8 +146,6 @@ class Run:
             check_run_inputs(name=name, tags=self.tags, db_url=None, json_out=Path(json_out))
         self.record: RunRecord | None = None
         self.measurement: Measurement | None = None
-        self.block_providers: dict[str, Callable[[], dict[str, Any]]] = {}
-        """Record blocks other parts add (``workflow``: greenml.llm.remote), made at the end."""
         self.notes: list[str] = []
         self.joined = False
         self.run_id: str | None = None
@@ -321,13 +319,7 @@ class Run:
     def _store_run(self, status: str, exit_code: int | None) -> None:
         session = self._session
         assert session is not None
-        extra: dict[str, Any] = {}
-        for key, provide in list(self.block_providers.items()):
-            try:
-                extra[key] = provide()
-            except Exception as exc:
-                self._gap(key, f"the {key} block could not be made: {exc!r}")
-        self.record = session.finish(status, exit_code, notes=self.notes, extra=extra)
+        self.record = session.finish(status, exit_code, notes=self.notes)
         recorder = session.recorder
         if recorder is not None:
             if recorder.error is not None:
@@ -424,8 +416,8 @@ class Run:
         return None if self._session is None else self._session.tracker.latest
 
     def _on_event(self, event: dict[str, Any]) -> None:
-        """``greenml.progress()`` and published windows of this process, as events."""
-        if event.get("kind") in ("progress", "window"):
+        """``greenml.progress()``, published windows, counted FLOPs, model and tool calls."""
+        if event.get("kind") in ("progress", "window", "flops", "llm_call", "tool_call"):
             with self._lock:
                 self._events.append(event)
 

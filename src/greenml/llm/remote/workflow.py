@@ -1,7 +1,9 @@
 """A workflow: one agent execution's model calls, tool calls and local compute, rolled up.
 
-Calls reach every :class:`Workflow` open in the current context and the open
-:class:`greenml.Run` (its stored record gets a ``workflow`` block). The total
+Calls reach every :class:`Workflow` open in the current context, and the run this
+process is measured by as ``llm_call`` / ``tool_call`` events — one road for both
+drivers: an open :class:`greenml.Run` takes them through its event listener,
+``greenml run`` through its events file; either run's record gets a ``workflow`` block. The total
 keeps the measured part (calls a greenml proxy measured; a Run's own measured
 compute) apart from the estimated one. Measured uncertainties add in quadrature
 (independent sensors); estimated ones add linearly (one model, its errors are
@@ -12,11 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 import sys
-import threading
 import time
-import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -29,41 +28,34 @@ if TYPE_CHECKING:
 _open: contextvars.ContextVar[tuple[Collector, ...]] = contextvars.ContextVar(
     "greenml_llm_workflows", default=()
 )
-_run_collectors: weakref.WeakKeyDictionary[Any, Collector] = weakref.WeakKeyDictionary()
-_run_lock = threading.Lock()
 
 
 def targets() -> tuple[Collector, ...]:
-    """The collectors a call made now belongs to: the open workflows and the open Run's."""
-    run_collector = _for_run()
-    return (*_open.get(), *((run_collector,) if run_collector is not None else ()))
+    """The collectors a call made now belongs to: the workflows open in this context."""
+    return _open.get()
 
 
 def emit(call: LlmCall, to: tuple[Collector, ...] | None = None) -> None:
-    """Hand a call to ``to`` (a stream's, taken when it began), else to :func:`targets`;
-    under ``greenml run`` with no Run in this process, to the run as an ``llm_call`` event."""
+    """Hand a call to ``to`` (a stream's, taken when it began), else to :func:`targets`,
+    and to the run this process is measured by (an ``llm_call`` event)."""
     for collector in targets() if to is None else to:
         collector.add_call(call)
-    if to is None and _for_run() is None:
-        _to_outer_run("llm_call", call=call.to_dict())
+    _to_run("llm_call", call=call.to_dict())
 
 
 def emit_tool(name: str, duration_s: float) -> None:
-    """Record a tool call in every open workflow and the open Run."""
+    """Record a tool call in every open workflow and the run this process is measured by."""
     for collector in _open.get():
         collector.add_tool(name, duration_s)
-    run_collector = _for_run()
-    if run_collector is not None:
-        run_collector.add_tool(name, duration_s)
-    else:
-        _to_outer_run("tool_call", name=name, duration_s=duration_s)
+    _to_run("tool_call", name=name, duration_s=duration_s)
 
 
-def _to_outer_run(kind: str, **fields: Any) -> None:
-    """An event for the ``greenml run`` this program runs under (nothing without one)."""
+def _to_run(kind: str, **fields: Any) -> None:
+    """An event for the run that measures this process (an open ``greenml.Run`` or the
+    ``greenml run`` this program runs under); nothing without one."""
     from greenml.measure import events
 
-    if os.environ.get(events.ENV_VAR):
+    if events.enabled():
         events.emit(kind, **fields)
 
 
@@ -75,22 +67,6 @@ def tool(name: str) -> Iterator[None]:
         yield
     finally:
         emit_tool(name, time.perf_counter() - start)
-
-
-def _for_run() -> Collector | None:
-    from greenml.run.inprocess import current_run
-
-    run = current_run()
-    if run is None:
-        return None
-    with _run_lock:
-        collector = _run_collectors.get(run)
-        if collector is None:
-            collector = _run_collectors[run] = Collector(run.name)
-            providers = getattr(run, "block_providers", None)
-            if isinstance(providers, dict):
-                providers["workflow"] = collector.block
-    return collector
 
 
 class Workflow:
