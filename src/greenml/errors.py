@@ -1,54 +1,107 @@
-"""One exception tree for everything greenml raises on purpose.
+"""One exception tree for everything greenml raises on purpose, grouped by kind.
 
-Every error class of the package is defined here::
+Every error class of the package is defined here. The second level says what kind
+of failure it is, and the kind decides the CLI's exit code (one line on stderr,
+never a traceback)::
 
-    GreenmlError                     the CLI prints it as one line, exit 2
-    ├── ConfigError                  bad user input: an argument, an option, a file
+    GreenmlError                     exit 2 unless a kind below says otherwise
+    ├── ConfigError                  2  bad user input: an argument, an option, a file
     │   ├── RecordValueError         a value the store cannot hold (too long, NUL, NaN, absurd)
     │   ├── KnobUnavailable          a sweep knob cannot apply here; its config is skipped
     │   └── MissingExtra             a feature needs an optional extra that is not installed
-    ├── SensorError                  a sensor could not be read (the Meter records a gap)
-    │   └── SensorUnavailable        a sensor cannot be opened on this machine
-    ├── WindowError                  a measurement window was misused
-    ├── StoreError                   the run store cannot be opened, read or written
-    │   ├── RunNotFound              no stored run matches an id or prefix
-    │   ├── JobNotFound              no stored run belongs to a job id
-    │   ├── RunConflict              a run id is already taken by another project
-    │   └── RecordTypeError          a record value has the wrong type (strict reading)
-    ├── LedgerError                  the ledger cannot be read, written or exported
-    ├── IntensityApiError            a carbon-intensity API failed or answered nonsense
-    ├── CheckpointError              a checkpoint could not be written, read or restored
-    │   └── ManifestError            a checkpoint's manifest is missing or does not match
-    ├── NoticeError                  a cloud metadata service gave no termination notice
-    ├── PowerLimitError              a GPU power limit could not be set
-    │   ├── PowerLimitPermissionError    no root / CAP_SYS_ADMIN
-    │   └── PowerLimitUnsupported        the GPU or driver does not allow it
-    ├── ClockLockError               GPU clocks could not be locked or unlocked
-    │   ├── ClockPermissionError         no root / CAP_SYS_ADMIN
-    │   └── ClockUnsupported             the GPU or driver does not allow it
-    ├── CompressError                a compression technique broke the model: variant failed
-    │   └── NotApplicable            the technique does not apply: variant skipped
-    ├── BatcherClosed                a request met a closed dynamic batcher
-    ├── CacheUnavailable             a cache's store is unreachable (the cache fails open)
-    ├── PushError                    a run's figures could not be pushed (Pushgateway, OTLP)
-    ├── MetricsSourceError           a second source (Prometheus for Kepler) could not be read
-    ├── AccessDenied                 a team-server token is missing, unknown or not allowed
-    ├── ProjectNotFound              no team-server project has this name
-    ├── RequestTooLarge              a request body is over the team server's limit
-    └── TeamServerError              a team server did not do what was asked (``reason`` says why)
-        ├── UploadError                  a run could not be sent to a team server (it waits)
-        └── ServerReadError              a team server could not be read (unreachable, 4xx, 5xx)
+    ├── NotFound                     3  what was asked for is not there
+    │   ├── RunNotFound              no stored run matches an id or prefix (a StoreError)
+    │   ├── JobNotFound              no stored run belongs to a job id (a StoreError)
+    │   └── ProjectNotFound          no team-server project has this name
+    ├── PermissionDenied             4  not allowed: a token, or root / CAP_SYS_ADMIN
+    │   ├── AccessDenied             a team-server token is missing, unknown or not allowed
+    │   ├── PowerLimitPermissionError    setting a power limit needs root (a PowerLimitError)
+    │   └── ClockPermissionError         locking clocks needs root (a ClockLockError)
+    ├── Unsupported                  5  this machine, GPU or driver cannot do it
+    │   ├── SensorUnavailable        a sensor cannot be opened here (a SensorError)
+    │   ├── PowerLimitUnsupported    the GPU or driver has no power limits (a PowerLimitError)
+    │   └── ClockUnsupported         the GPU or driver cannot lock clocks (a ClockLockError)
+    ├── DeviceControlError           6  a device setting could not be changed
+    │   ├── PowerLimitError          a GPU power limit could not be set
+    │   └── ClockLockError           GPU clocks could not be locked or unlocked
+    ├── ServiceError                 7  a service greenml talks to failed or answered nonsense
+    │   ├── TeamServerError          a team server did not do what was asked (``reason``)
+    │   │   ├── UploadError              a run could not be sent to a team server (it waits)
+    │   │   └── ServerReadError          a team server could not be read
+    │   ├── IntensityApiError        a carbon-intensity API failed or answered nonsense
+    │   ├── PushError                a run's figures could not be pushed (Pushgateway, OTLP)
+    │   └── MetricsSourceError       a second source (Prometheus for Kepler) could not be read
+    └── (no kind: exit 2)
+        ├── SensorError              a sensor could not be read (the Meter records a gap)
+        ├── WindowError              a measurement window was misused
+        ├── StoreError               the run store cannot be opened, read or written
+        │   ├── RunConflict              a run id is already taken by another project
+        │   └── RecordTypeError          a record value has the wrong type (strict reading)
+        ├── LedgerError              the ledger cannot be read, written or exported
+        ├── CheckpointError          a checkpoint could not be written, read or restored
+        │   └── ManifestError            a checkpoint's manifest is missing or does not match
+        ├── NoticeError              a cloud metadata service gave no termination notice
+        ├── CompressError            a compression technique broke the model: variant failed
+        │   └── NotApplicable            the technique does not apply: variant skipped
+        ├── BatcherClosed            a request met a closed dynamic batcher
+        ├── CacheUnavailable         a cache's store is unreachable (the cache fails open)
+        └── RequestTooLarge          a request body is over the team server's limit
 
-Code that catches one of these names the narrowest class that fits; the CLI
-catches :class:`GreenmlError`. Nothing greenml raises on purpose is a bare
-``ValueError`` or ``RuntimeError``.
+A class with two parents names its kind first (``class RunNotFound(NotFound,
+StoreError)``), so ``except StoreError`` still catches it and its exit code is its
+kind's. Code that catches one of these names the narrowest class that fits; the CLI
+catches :class:`GreenmlError` and exits with :func:`exit_code`. Nothing greenml raises
+on purpose is a bare ``ValueError`` or ``RuntimeError``.
 """
 
 from __future__ import annotations
 
 
 class GreenmlError(Exception):
-    """Base of every error greenml raises; the CLI prints it as one line, exit 2."""
+    """Base of every error greenml raises; the CLI prints it as one line (see :func:`exit_code`)."""
+
+    exit_code = 2
+
+
+def exit_code(error: GreenmlError) -> int:
+    """The CLI's exit code for ``error``: its kind's (2 bad input, 3 not found, 4 permission,
+    5 unsupported, 6 device control, 7 a service), 2 when it has none. A team server's
+    refusal is judged by its reason: ``auth refused`` is 4, ``not found`` is 3."""
+    reason = getattr(error, "reason", None)
+    if isinstance(error, TeamServerError) and reason in _KIND_OF_REASON:
+        return _KIND_OF_REASON[reason].exit_code
+    return int(error.exit_code)
+
+
+class NotFound(GreenmlError):
+    """What was asked for is not there: a run, a job, a project."""
+
+    exit_code = 3
+
+
+class PermissionDenied(GreenmlError):
+    """Not allowed: a team-server token, or a device setting that needs root."""
+
+    exit_code = 4
+
+
+class Unsupported(GreenmlError):
+    """This machine, GPU or driver cannot do what was asked."""
+
+    exit_code = 5
+
+
+class DeviceControlError(GreenmlError):
+    """A device setting (power limit, clocks) could not be changed."""
+
+    exit_code = 6
+
+
+class ServiceError(GreenmlError):
+    """A service greenml talks to (team server, intensity API, Pushgateway, Prometheus)
+    failed, refused, or answered nonsense."""
+
+    exit_code = 7
 
 
 class ConfigError(GreenmlError):
@@ -83,7 +136,7 @@ class SensorError(GreenmlError):
     """A sensor could not be read. The Meter records a gap; it never crashes the program."""
 
 
-class SensorUnavailable(SensorError):
+class SensorUnavailable(Unsupported, SensorError):
     """A sensor cannot be opened on this machine (no driver, no device, no permission)."""
 
 
@@ -95,7 +148,7 @@ class StoreError(GreenmlError):
     """The run store cannot be opened, read or written."""
 
 
-class RunNotFound(StoreError):
+class RunNotFound(NotFound, StoreError):
     """No stored run matches the given id or prefix."""
 
 
@@ -103,7 +156,7 @@ class LedgerError(GreenmlError):
     """The ledger cannot be read, written or exported."""
 
 
-class IntensityApiError(GreenmlError):
+class IntensityApiError(ServiceError):
     """A carbon-intensity API could not be reached, refused us, or answered nonsense.
 
     Attributes:
@@ -134,27 +187,27 @@ class NoticeError(GreenmlError):
     """A metadata service did not answer, or answered something unexpected."""
 
 
-class PowerLimitError(GreenmlError):
+class PowerLimitError(DeviceControlError):
     """A GPU power limit could not be set."""
 
 
-class PowerLimitPermissionError(PowerLimitError):
+class PowerLimitPermissionError(PermissionDenied, PowerLimitError):
     """NVML refused to set a power limit: the process lacks root / CAP_SYS_ADMIN."""
 
 
-class PowerLimitUnsupported(PowerLimitError):
+class PowerLimitUnsupported(Unsupported, PowerLimitError):
     """The GPU or driver does not allow power limits to be set."""
 
 
-class ClockLockError(GreenmlError):
+class ClockLockError(DeviceControlError):
     """GPU graphics clocks could not be locked or unlocked."""
 
 
-class ClockPermissionError(ClockLockError):
+class ClockPermissionError(PermissionDenied, ClockLockError):
     """The driver refused to lock clocks: the process lacks root / CAP_SYS_ADMIN."""
 
 
-class ClockUnsupported(ClockLockError):
+class ClockUnsupported(Unsupported, ClockLockError):
     """The GPU or driver does not allow its clocks to be locked."""
 
 
@@ -182,21 +235,23 @@ class CacheUnavailable(GreenmlError):
     """The cache store is unreachable (now, or still backing off after a failure)."""
 
 
-class JobNotFound(StoreError):
+class JobNotFound(NotFound, StoreError):
     """No stored run belongs to the given job id."""
 
 
-class PushError(GreenmlError):
+class PushError(ServiceError):
     """A finished run's figures could not be pushed (Pushgateway, OTLP); the run is stored."""
 
 
-class MetricsSourceError(GreenmlError):
+class MetricsSourceError(ServiceError):
     """A second source of figures (Prometheus, for Kepler's) could not be read."""
+
+
 class RunConflict(StoreError):
     """A run id is already stored for another project of the team server."""
 
 
-class AccessDenied(GreenmlError):
+class AccessDenied(PermissionDenied):
     """A team-server token is missing, unknown, revoked, or not allowed to do this.
 
     Attributes:
@@ -208,7 +263,7 @@ class AccessDenied(GreenmlError):
         self.status = status
 
 
-class TeamServerError(GreenmlError):
+class TeamServerError(ServiceError):
     """A team server did not do what greenml asked of it.
 
     Attributes:
@@ -240,7 +295,11 @@ class ServerReadError(TeamServerError):
     """A team server did not answer a read: unreachable, a refused token, nothing there, a 5xx."""
 
 
-class ProjectNotFound(GreenmlError):
+_KIND_OF_REASON: dict[str, type[GreenmlError]] = {
+    "auth refused": PermissionDenied, "not found": NotFound}  # fmt: skip
+
+
+class ProjectNotFound(NotFound):
     """No project of the team server has this name."""
 
 

@@ -76,5 +76,5 @@ def test_diagnose_job_on_the_command_line(db_url: str, capsys: pytest.CaptureFix
     assert found["problems"] == ["1 of 2 expected node(s) never reported (node ranks 1)"]
     assert main(["diagnose", "--db", db_url]) == 2
     assert "give a RUN_ID or --job ID" in capsys.readouterr().err
-    assert main(["diagnose", "--job", "nope", "--db", db_url]) == 2
+    assert main(["diagnose", "--job", "nope", "--db", db_url]) == 3  # not found
     assert "no run belongs to job 'nope'" in capsys.readouterr().err

@@ -97,5 +97,5 @@ def test_jobs_show_puts_kepler_beside_greenml(
     assert kepler["energy_j"] == 5200.0 + 800.0 + 4100.0
     assert [(n["pod"], n["cpu_package_j"], n["dram_j"]) for n in kepler["nodes"]] == [
         ("train-0", 5200.0, 800.0), ("train-1", 4100.0, None)]  # fmt: skip
-    assert main(["jobs", "show", "k8s-job", "--db", db_url, "--kepler", "http://127.0.0.1:9"]) == 2
+    assert main(["jobs", "show", "k8s-job", "--db", db_url, "--kepler", "http://127.0.0.1:9"]) == 7
     assert "greenml: error: Prometheus http://127.0.0.1:9: query failed" in capsys.readouterr().err

@@ -169,7 +169,7 @@ def test_a_job_with_no_runs_is_an_error(db_url: str, capsys: pytest.CaptureFixtu
             job_runs(store, "j-2")
         with pytest.raises(JobNotFound):
             job_runs(store, "j-")  # a prefix is not a job id
-    assert main(["jobs", "show", "j-2", "--db", db_url]) == 2
+    assert main(["jobs", "show", "j-2", "--db", db_url]) == 3  # not found
     captured = capsys.readouterr()
     assert captured.err.strip() == (
         "greenml: error: no run belongs to job 'j-2' (see `greenml jobs list`)"

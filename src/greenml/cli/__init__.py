@@ -1,6 +1,8 @@
 """The ``greenml`` command: thin commands that parse, call the API and render.
 
-Every user error ends as one line on stderr and exit code 2, no traceback.
+Every user error ends as one line on stderr and an exit code by its kind, no traceback:
+2 bad input, 3 not found, 4 permission, 5 unsupported here, 6 device control, 7 a
+service failed (:func:`greenml.errors.exit_code`).
 Output to a closed pipe (``greenml runs list | head -0``) ends quietly with the
 status a command killed by SIGPIPE has (141), as coreutils do; output to a full
 disk (``> /dev/full``) ends with one line and exit 1.
@@ -20,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     import click
 
     from greenml.cli.app import cli
-    from greenml.errors import GreenmlError
+    from greenml.errors import GreenmlError, exit_code
     from greenml.run.process import guard_standard_fds
 
     guard_standard_fds()
@@ -58,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.exit_code)
     except GreenmlError as exc:
         _fail(str(exc))
-        return 2
+        return exit_code(exc)
     except KeyboardInterrupt:
         return 130
     return result if isinstance(result, int) else 0
