@@ -5,7 +5,7 @@ Point it at any OpenAI-compatible server — a greenml proxy (its calls are then
 
     python examples/agent_workflow.py --base-url http://127.0.0.1:8790/v1 --model llama-3.1-8b
     python examples/agent_workflow.py --base-url … --db runs.db --ci 300
-    greenml report <run id> --kind sci --per workflow --db runs.db
+    greenml report sci <run id> --per workflow --db runs.db
 
 ``--base-url`` defaults to ``OPENAI_BASE_URL``; the key to ``OPENAI_API_KEY`` (any text
 for a local server). With ``--db`` the workflow is a ``greenml.Run`` (local compute
@@ -79,7 +79,7 @@ def main() -> None:
         f"± {total.estimated.uncertainty_j:.2g} J"
     )
     if run is not None and run.record is not None:
-        print(f"run {run.record.id}: greenml report {run.record.id} --kind sci --per workflow")
+        print(f"run {run.record.id}: greenml report sci {run.record.id} --per workflow")
 
 
 if __name__ == "__main__":

@@ -82,25 +82,33 @@ def test_cli_stores_gate_verdicts_and_the_audit_reads_them(
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     with Store(url) as store:
         ids = [stored_gpu_run(store) for _ in range(2)]
-    assert main(["audit", "--db", url, "--project", "p1", "--format", "json"]) == 0
+    assert main(["report", "audit", "--db", url, "--project", "p1", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)["data"]
     gate = next(i for i in data["items"] if i["key"] == "ci-gate")
     assert gate["status"] == "failed"
     assert main(["check", "--db", url, "-b", ids[0], "-c", ids[1]]) == 0
     capsys.readouterr()
-    assert main(["audit", "--db", url, "--project", "p1", "--format", "json"]) == 0
+    assert main(["report", "audit", "--db", url, "--project", "p1", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)["data"]
     items = {i["key"]: i for i in data["items"]}
     gate = items["ci-gate"]
     assert gate["status"] == "passed" and "1 verdict(s)" in gate["evidence"]
     assert items["idle-gpus"]["status"] == "failed"
-    assert main(["audit", "--db", url, "--format", "html", "-o", str(tmp_path / "a.html")]) == 0
+    html_out = str(tmp_path / "a.html")
+    assert main(["report", "audit", "--db", url, "--format", "html", "-o", html_out]) == 0
     html = (tmp_path / "a.html").read_text(encoding="utf-8")
     assert "Green-practice audit" in html and "Mechanization" in html
     assert main(["report", "--db", url, "--tag", "project=p1", "--kind", "audit"]) == 0
     assert "## Machine" in capsys.readouterr().out
-    assert main(["audit", "--db", url, "--project", "nope"]) == 2
+    assert main(["report", "audit", "--db", url, "--project", "nope"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+    # folded into the report family: `greenml report audit` is the same document
+    assert main(["report", "audit", "--db", url, "--project", "p1", "--format", "json"]) == 0
+    alone = json.loads(capsys.readouterr().out)["data"]["items"]
+    assert main(["report", "audit", "--db", url, "--project", "p1", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["data"]["items"] == alone
+    assert main(["report", "audit", ids[0], "--db", url]) == 0  # or on the runs given
+    assert "## Machine" in capsys.readouterr().out
 
 
 def test_a_long_on_demand_job_fails_spot_with_the_discount_at_stake() -> None:

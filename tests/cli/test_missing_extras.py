@@ -42,7 +42,7 @@ def test_batch_curve_with_a_failing_factory_is_one_line(
 ) -> None:
     script = tmp_path / "model.py"
     script.write_text(body)
-    assert main(["serve", "batch-curve", f"{script}:make"]) == 2
+    assert main(["inference", "batch-curve", f"{script}:make"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and said in err and "Traceback" not in err
 

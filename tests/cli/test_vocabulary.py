@@ -188,7 +188,8 @@ def test_moved_commands_run_their_new_home() -> None:
     paths = dict(walk(cli))
     moved = {"sweep": "optimize sweep", "wait": "plan wait",
              "gpu power-plan": "optimize power-plan",
-             "gpu straggler-sim": "optimize straggler-sim"}  # fmt: skip
+             "gpu straggler-sim": "optimize straggler-sim",
+             "serve batch-curve": "inference batch-curve", "audit": "report audit"}  # fmt: skip
     for old, new in moved.items():
         assert paths[old].callback is paths[new].callback, old
 

@@ -152,7 +152,7 @@ def test_missing_queries_gpu_or_class_are_errors(ref_csv: Path) -> None:
     with pytest.raises(ConfigError, match="run nq0000000001 states no number of queries"):
         label.build([untagged], task_class="toy", reference=ref_csv)
     cpu_only = record(100.0, tags={"queries": "10"}, run_id="cpu000000001")
-    with pytest.raises(ConfigError, match=r"no GPU energy.*-O energy_scope=total"):
+    with pytest.raises(ConfigError, match=r"no GPU energy.*--energy-scope total"):
         label.build([cpu_only], task_class="toy", reference=ref_csv)
     with pytest.raises(ConfigError, match=r"'nope' is not in the reference set.*toy"):
         label.build(runs_at(2.0), task_class="nope", reference=ref_csv)

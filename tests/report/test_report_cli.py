@@ -136,7 +136,7 @@ def test_text_options_reach_other_kinds(
     assert seen == {"task_class": "qa", "baseline": ["a", "b"], "queries": 5.0}
     code, _out, err = report(capsys, runs[0], "--kind", "label", "--db", db)
     assert code == 2
-    assert err == "greenml: error: --kind label needs -O task_class=…, -O baseline=…\n"
+    assert err == "greenml: error: greenml report label needs --task-class, --baseline\n"
 
 
 @pytest.mark.parametrize(
@@ -149,10 +149,11 @@ def test_text_options_reach_other_kinds(
         (["RUN", "--kind", "sci", "--per", "token", "--units", "lots"], "--units must be a number"),
         (["RUN", "--kind", "sci", "--per", "token"], "needs --units: how many token"),
         (["RUN", "--kind", "sci", "--units", "0"], "--units must be a positive number"),
-        (["RUN", "--kind", "sci", "--flops", "1e20"], "--flops does not apply to --kind sci"),
-        (["RUN", "--model", "x"], "--model does not apply to --kind statement"),
+        (["RUN", "--kind", "sci", "--flops", "1e20"], "No such option '--flops'"),
+        (["RUN", "--model", "x"], "No such option '--model'"),
+        (["RUN", "-O", "model=x"], "--model does not apply to greenml report statement"),
         (["RUN", "--kind", "savings", "-O", "oops"], "-O 'oops' is not of the form key=value"),
-        (["RUN", "--kind", "nope"], "Invalid value for '--kind'"),
+        (["RUN", "--kind", "nope"], "No such command 'nope'"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(
@@ -173,3 +174,21 @@ def test_kind_not_available_yet(
     code, _out, err = report(capsys, runs[0], "--kind", "savings", "--db", db)
     assert code == 2
     assert "report kind 'savings' is not available yet (greenml.report.no_such_kind)" in err
+
+
+def test_each_kind_is_a_subcommand_with_typed_options_and_the_old_form_still_works(
+    runs: list[str], db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    new = report(capsys, "sci", runs[0], "--per", "1000 inferences", "--units", "250,000",
+                 "--format", "json", "--db", db)  # fmt: skip
+    old = report(capsys, runs[0], "--kind", "sci", "--per", "1000 inferences", "--units",
+                 "250000", "--format", "json", "--db", db)  # fmt: skip
+    assert new[0] == old[0] == 0, new[2] + old[2]
+    drop = ("generated_at", "created_at")
+    assert {k: v for k, v in json.loads(new[1])["data"].items() if k not in drop} == {
+        k: v for k, v in json.loads(old[1])["data"].items() if k not in drop}
+    code, _out, err = report(capsys, "euaiact", runs[0], "--per", "token", "--db", db)
+    assert code == 2 and "No such option '--per'" in err  # another kind's option is refused
+    code, out, _err = report(capsys, "--help")
+    assert code == 0 and all(k in out for k in ("statement", "euaiact", "sci", "label",
+                                                 "savings", "audit"))  # fmt: skip

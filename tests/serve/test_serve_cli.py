@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import greenml.cli.serve
+import greenml.cli.inference
 from greenml.cli import main
 from greenml.measure.measurement import POWER_INTEGRATED
 from greenml.measure.meter import Meter
@@ -31,7 +31,7 @@ def script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.write_text(MODEL)
     sensor = FakeSensor([FakeDevice("cpu0", [(0.0, 50.0)], method=POWER_INTEGRATED)])
     monkeypatch.setattr(
-        greenml.cli.serve, "make_meter", lambda hz: Meter(sensors=[sensor], sample_hz=hz)
+        greenml.cli.inference, "make_meter", lambda hz: Meter(sensors=[sensor], sample_hz=hz)
     )
     return path
 
@@ -44,7 +44,7 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 
 def test_batch_curve_json(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(
-        ["serve", "batch-curve", f"{script}:make_run", "--batch-sizes", "1,8",
+        ["inference", "batch-curve", f"{script}:make_run", "--batch-sizes", "1,8",
          "--latency-budget-ms", "100", "--repeats", "3", "--min-time", "0", "--json"],
         capsys,
     )  # fmt: skip
@@ -60,7 +60,7 @@ def test_batch_curve_json(script: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 def test_batch_curve_table(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(
-        ["serve", "batch-curve", f"{script}:make_run", "--batch-sizes", "1,4",
+        ["inference", "batch-curve", f"{script}:make_run", "--batch-sizes", "1,4",
          "--latency-budget-ms", "1", "--repeats", "2", "--min-time", "0"],
         capsys,
     )  # fmt: skip
@@ -80,7 +80,7 @@ def test_batch_curve_table(script: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_batch_curve_bad_options(
     script: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
 ) -> None:
-    code, out, err = run_cli(["serve", "batch-curve", f"{script}:make_run", *args], capsys)
+    code, out, err = run_cli(["inference", "batch-curve", f"{script}:make_run", *args], capsys)
     assert code == 2 and out == ""
     assert err.startswith("greenml: error:") and message in err and err.count("\n") == 1
 
@@ -97,7 +97,7 @@ def test_batch_curve_bad_options(
 def test_batch_curve_bad_target(
     script: Path, capsys: pytest.CaptureFixture[str], target: str, message: str
 ) -> None:
-    code, _, err = run_cli(["serve", "batch-curve", target.format(script=script)], capsys)
+    code, _, err = run_cli(["inference", "batch-curve", target.format(script=script)], capsys)
     assert code == 2 and message in err
 
 
@@ -109,7 +109,7 @@ def test_cache_stats(redis_backend: Any, capsys: pytest.CaptureFixture[str]) -> 
         cache.get("q1")
     cache.get("unknown")
     url = f"redis://127.0.0.1:{redis_backend.client.connection_pool.connection_kwargs['port']}/0"
-    base = ["serve", "cache-stats", "--redis", url, "--namespace", redis_backend.namespace]
+    base = ["inference", "cache-stats", "--redis", url, "--namespace", redis_backend.namespace]
     code, out, _ = run_cli([*base, "--price", "0.5", "--json"], capsys)
     assert code == 0
     stats = json.loads(out)
@@ -124,11 +124,11 @@ def test_cache_stats(redis_backend: Any, capsys: pytest.CaptureFixture[str]) -> 
 
 def test_cache_stats_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(
-        ["serve", "cache-stats", "--redis", "redis://127.0.0.1:1/0", "--namespace", "x"], capsys
+        ["inference", "cache-stats", "--redis", "redis://127.0.0.1:1/0", "--namespace", "x"], capsys
     )
     assert code == 2 and "Redis at 127.0.0.1:1 is unreachable" in err and err.count("\n") == 1
 
 
 def test_help(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(["serve", "--help"], capsys)
+    code, out, _ = run_cli(["inference", "--help"], capsys)
     assert code == 0 and "batch-curve" in out and "cache-stats" in out

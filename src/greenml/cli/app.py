@@ -37,10 +37,9 @@ COMMANDS = {
     "doctor": "greenml.cli.doctor:doctor",
     "plan": "greenml.cli.plan:plan",
     "compress": "greenml.cli.compress:compress",
-    "serve": "greenml.cli.serve:serve",
+    "inference": "greenml.cli.inference:inference",
     "schema": "greenml.cli.schema:schema",
     "advise": "greenml.cli.advise:advise",
-    "audit": "greenml.cli.audit:audit",
     "label": "greenml.cli.label:label",
     "config": "greenml.cli.config:config",
     "server": "greenml.cli.server:server",
@@ -56,6 +55,8 @@ NO_FLUSH = frozenset({"run", "push", "server"})
 MOVED = {
     "sweep": "optimize sweep",
     "wait": "plan wait",
+    "serve": "inference",  # `serve` and `server` were two words for two things
+    "audit": "report audit",  # one report family
 }
 
 

@@ -3,7 +3,7 @@
 A kind is imported only when asked for. A kind whose module is not installed
 yet, an option the kind's ``build`` does not take, or a required option left
 out are :class:`~greenml.errors.ConfigError` (one line in the CLI), not
-TypeErrors. Options given as text (``greenml report -O key=value``) are
+TypeErrors. Options given as text (``-O key=value`` of earlier releases) are
 converted after the parameter's annotation: lists split on commas, numbers
 parsed where the parameter takes only numbers, text otherwise.
 """
@@ -80,7 +80,8 @@ def build_report(
     open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     extra = sorted(set(given) - set(params))
     if extra and not open_ended:
-        raise ConfigError(f"{', '.join(_flag(n) for n in extra)} does not apply to --kind {kind}")
+        raise ConfigError(f"{', '.join(_flag(n) for n in extra)} does not apply to "
+                          f"greenml report {kind}")  # fmt: skip
     required = [
         n
         for n, p in params.items()
@@ -89,8 +90,7 @@ def build_report(
     ]
     missing = [n for n in required if n not in given]
     if missing:
-        needs = ", ".join(f"-O {n}=…" for n in missing)
-        raise ConfigError(f"--kind {kind} needs {needs}")
+        raise ConfigError(f"greenml report {kind} needs {', '.join(_flag(n) for n in missing)}")
     return build(runs, **given)
 
 

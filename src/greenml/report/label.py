@@ -55,7 +55,7 @@ def _energy(record: dict[str, Any], scope: Scope) -> tuple[float, float]:
     block = energy if scope == "total" else (energy.get("components") or {}).get("gpu")
     if not block or block.get("uncertainty_rel") is None:
         what = "no GPU energy" if scope == "gpu" else "no energy total"
-        fix = " (to label the energy of all components: -O energy_scope=total)"
+        fix = " (to label the energy of all components: --energy-scope total)"
         hint = fix if scope == "gpu" else ""
         raise ConfigError(f"run {run} has {what} with its uncertainty{hint}")
     key = "total_j" if scope == "total" else "energy_j"

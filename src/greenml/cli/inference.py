@@ -1,4 +1,8 @@
-"""``greenml serve``: batch-size energy curves and shared cache savings for inference."""
+"""``greenml inference``: batch-size energy curves and shared cache savings for inference.
+
+(``greenml serve`` of earlier releases: ``serve`` and ``server`` were two words for two
+things; ``greenml server`` is the team server.)
+"""
 
 from __future__ import annotations
 
@@ -23,11 +27,11 @@ def make_meter(sample_hz: float) -> Meter:
 
 
 @click.group()
-def serve() -> None:
+def inference() -> None:
     """Energy of inference serving: batch-size curves, cache savings."""
 
 
-@serve.command("batch-curve")
+@inference.command("batch-curve")
 @click.argument("target", metavar="SCRIPT:FACTORY")
 @click.option(
     "--batch-sizes", default="1,2,4,8,16,32", show_default=True, help="Comma-separated sizes."
@@ -173,7 +177,7 @@ def _render_curve(curve: Any, budget_ms: float | None) -> None:
         console.print(f"note: {note}", markup=False)
 
 
-@serve.command("cache-stats")
+@inference.command("cache-stats")
 @click.option("--redis", "redis_url", required=True, metavar="URL", help="redis://host:port/db")
 @click.option("--namespace", required=True, help="The cache's key prefix.")
 @price_option
