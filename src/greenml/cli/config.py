@@ -1,4 +1,5 @@
-"""``greenml config show | path``: the effective settings and where each came from."""
+"""``greenml config show | variables | path``: the effective settings and where each came
+from, the environment variables greenml reads, the config file's path."""
 
 from __future__ import annotations
 
@@ -51,6 +52,37 @@ def show(as_json: bool) -> None:
 def _masked(value: object) -> object:
     """A secret as its first 4 characters and a mask, so a user can tell which one is set."""
     return None if value in (None, "") else f"{str(value)[:4]}…(set)"
+
+
+@config.command("variables")
+@json_option("Print the variables as JSON on stdout.")
+def variables(as_json: bool) -> None:
+    """Every GREENML_* variable greenml reads, whether it is set (secrets masked)."""
+    import os
+
+    from greenml.config.variables import all_variables
+    from greenml.store.url import mask_url
+
+    rows = []
+    for name, v in sorted(all_variables().items()):
+        value: object = os.environ.get(name) or None
+        if value is not None:
+            value = _masked(value) if v.secret else mask_url(str(value))
+        rows.append({"name": name, "value": value, "kind": v.kind, "help": v.help})
+    if as_json:
+        print(json_text(rows, ensure_ascii=False))
+        return
+    from rich.table import Table
+
+    from greenml.cli import render
+
+    table = Table(show_edge=False, pad_edge=False)
+    for header in ("variable", "value", "kind", "meaning"):
+        table.add_column(header, overflow="fold")
+    for r in rows:
+        table.add_row(r["name"], render.safe("-" if r["value"] is None else str(r["value"])),
+                      str(r["kind"]), str(r["help"]))  # fmt: skip
+    render.console().print(table)
 
 
 @config.command("path")
