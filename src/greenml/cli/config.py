@@ -80,7 +80,7 @@ def variables(as_json: bool) -> None:
     for header in ("variable", "value", "kind", "meaning"):
         table.add_column(header, overflow="fold")
     for r in rows:
-        table.add_row(r["name"], render.safe("-" if r["value"] is None else str(r["value"])),
+        table.add_row(str(r["name"]), render.safe("-" if r["value"] is None else str(r["value"])),
                       str(r["kind"]), str(r["help"]))  # fmt: skip
     render.console().print(table)
 
