@@ -14,9 +14,10 @@ The public API is small and imported lazily, so ``import greenml`` stays fast::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from greenml.__version__ import __version__
+from greenml.lazy import lazy_exports
 
 _LAZY = {
     "estimate": "greenml.estimation.estimator",
@@ -52,10 +53,4 @@ if TYPE_CHECKING:
     from greenml.run.tables import runs
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'greenml' has no attribute {name!r}")
-    import importlib  # lazy: 'import greenml' itself loads nothing it does not need
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

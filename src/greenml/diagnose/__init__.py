@@ -7,7 +7,9 @@ Imported lazily: ``import greenml.diagnose`` loads no numpy.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from greenml.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from greenml.diagnose.findings import Diagnosis, Finding
@@ -16,13 +18,8 @@ if TYPE_CHECKING:
 __all__ = ["Diagnosis", "Finding", "diagnose_run"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "diagnose_run":
-        from greenml.diagnose.run import diagnose_run
-
-        return diagnose_run
-    if name in ("Diagnosis", "Finding"):
-        from greenml.diagnose import findings
-
-        return getattr(findings, name)
-    raise AttributeError(f"module 'greenml.diagnose' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, {
+    "diagnose_run": "greenml.diagnose.run",
+    "Diagnosis": "greenml.diagnose.findings",
+    "Finding": "greenml.diagnose.findings",
+})

@@ -26,8 +26,9 @@ hash-chain verification does not.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from greenml.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from greenml.errors import LedgerError
@@ -87,8 +88,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'greenml.ledger' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"greenml.ledger.{module}"), name)
+__getattr__ = lazy_exports(
+    __name__, {name: f"greenml.ledger.{home}" for name, home in _HOME.items()})  # fmt: skip

@@ -13,14 +13,15 @@ project scope), ``api_runs`` (upload, list, one run), ``api_projects``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from greenml.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from greenml.server.app import create_app
 
 __all__ = ["create_app"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "create_app":  # lazy: FastAPI is the server extra
-        from greenml.server.app import create_app
-
-        return create_app
-    raise AttributeError(f"module 'greenml.server' has no attribute {name!r}")
+# FastAPI is the server extra: imported when create_app is first used
+__getattr__ = lazy_exports(__name__, {"create_app": "greenml.server.app"})

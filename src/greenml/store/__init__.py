@@ -10,8 +10,9 @@ opened::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from greenml.lazy import lazy_exports
 from greenml.store.ids import new_run_id
 from greenml.store.url import default_db_url
 
@@ -37,9 +38,4 @@ def open_store(url: str | None = None) -> Store:
     return Store(url)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "Store":
-        from greenml.store.repository import Store
-
-        return Store
-    raise AttributeError(f"module 'greenml.store' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, {"Store": "greenml.store.repository"})
