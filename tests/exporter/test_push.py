@@ -13,10 +13,11 @@ import pytest
 
 from greenml.errors import PushError
 from greenml.exporter.push import push_gateway, push_otlp, run_figures
+from greenml.record.run_record import RunRecord
 from tests.exporter.recording_server import recording_server
 
 REPO = Path(__file__).resolve().parents[2]
-RECORD: dict[str, Any] = {
+RECORD_DATA: dict[str, Any] = {
     "id": "0123456789ab", "name": "bert", "duration_s": 12.5,
     "energy": {"total_j": 900.0, "components": {"gpu": {"energy_j": 900.0, "devices": {
         "gpu0": {"energy_j": 400.0, "method": "counter"},
@@ -24,6 +25,7 @@ RECORD: dict[str, Any] = {
     "carbon": {"status": "ok", "kg": 0.002}, "cost": {"status": "unknown", "usd": None},
     "job": {"job_id": "4242", "node": "gpu-node-3", "node_rank": 3},
 }  # fmt: skip
+RECORD = RunRecord.from_dict(RECORD_DATA)
 
 
 def test_the_figures_pushed() -> None:

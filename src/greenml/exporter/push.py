@@ -19,11 +19,14 @@ Lazy imports: prometheus_client and opentelemetry, when a push is made.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from greenml.errors import PushError
+
+if TYPE_CHECKING:
+    from greenml.record.run_record import RunRecord
 
 PUSH_TIMEOUT_S = 5.0
 
@@ -38,44 +41,40 @@ class Figure:
     help: str
 
 
-def run_labels(record: Mapping[str, Any]) -> dict[str, str]:
+def run_labels(record: RunRecord) -> dict[str, str]:
     """``run_id``, ``run_name``, and with a job: ``greenml_job``, ``node``, ``node_rank``."""
-    labels = {"run_id": str(record.get("id") or ""), "run_name": str(record.get("name") or "")}
-    job = record.get("job") or {}
-    labels["greenml_job"] = str(job.get("job_id") or "")
-    labels["node"] = str(job.get("node") or "")
-    rank = job.get("node_rank")
-    labels["node_rank"] = "" if rank is None else str(rank)
-    return labels
+    job = record.job
+    rank = None if job is None else job.node_rank
+    return {
+        "run_id": record.id, "run_name": record.name or "",
+        "greenml_job": "" if job is None else job.job_id,
+        "node": "" if job is None else job.node or "",
+        "node_rank": "" if rank is None else str(rank),
+    }  # fmt: skip
 
 
-def run_figures(record: Mapping[str, Any]) -> list[Figure]:
+def run_figures(record: RunRecord) -> list[Figure]:
     """The figures of a run record worth pushing (unknown carbon or cost: left out)."""
     base = run_labels(record)
-    energy = record.get("energy") or {}
-    out = [Figure("greenml_run_energy_joules", base, float(energy.get("total_j") or 0.0),
+    out = [Figure("greenml_run_energy_joules", base, record.energy.total_j,
                   "Energy of the run (J).")]  # fmt: skip
-    for component, block in (energy.get("components") or {}).items():
-        for device, d in (block.get("devices") or {}).items():
-            labels = {**base, "device": device, "component": component,
-                      "method": str(d.get("method") or "")}  # fmt: skip
-            value = float(d.get("energy_j") or 0.0)
-            out.append(Figure("greenml_run_device_energy_joules", labels, value,
+    for component, block in record.energy.components.items():
+        for device, d in block.devices.items():
+            labels = {**base, "device": device, "component": component, "method": d.method}
+            out.append(Figure("greenml_run_device_energy_joules", labels, d.energy_j,
                               "Energy of one device (J)."))  # fmt: skip
-    if record.get("duration_s") is not None:
-        out.append(Figure("greenml_run_duration_seconds", base, float(record["duration_s"]),
+    if record.duration_s is not None:
+        out.append(Figure("greenml_run_duration_seconds", base, record.duration_s,
                           "Duration of the run (s)."))  # fmt: skip
-    carbon = record.get("carbon") or {}
-    if carbon.get("kg") is not None:
-        out.append(Figure("greenml_run_co2_grams", base, float(carbon["kg"]) * 1000,
+    if record.carbon is not None and record.carbon.kg is not None:
+        out.append(Figure("greenml_run_co2_grams", base, record.carbon.kg * 1000,
                           "Emissions of the run (g CO2eq)."))  # fmt: skip
-    cost = record.get("cost") or {}
-    if cost.get("usd") is not None:
-        out.append(Figure("greenml_run_cost_usd", base, float(cost["usd"]), "Cost of the run."))
+    if record.cost is not None and record.cost.usd is not None:
+        out.append(Figure("greenml_run_cost_usd", base, record.cost.usd, "Cost of the run."))
     return out
 
 
-def push_gateway(url: str, record: Mapping[str, Any], *, timeout_s: float = PUSH_TIMEOUT_S) -> None:
+def push_gateway(url: str, record: RunRecord, *, timeout_s: float = PUSH_TIMEOUT_S) -> None:
     """Push the run's figures to a Prometheus Pushgateway at ``url``.
 
     Raises:
@@ -105,7 +104,7 @@ def push_gateway(url: str, record: Mapping[str, Any], *, timeout_s: float = PUSH
 
 def push_otlp(
     endpoint: str | None,
-    record: Mapping[str, Any],
+    record: RunRecord,
     *,
     exporter: Any = None,
     timeout_s: float = PUSH_TIMEOUT_S,
@@ -146,13 +145,13 @@ def push_otlp(
         raise PushError(f"OTLP export to {endpoint or 'the exporter'} failed: {failed}")
 
 
-def _resource(record: Mapping[str, Any]) -> dict[str, str]:
-    job = record.get("job") or {}
+def _resource(record: RunRecord) -> dict[str, str]:
+    job = record.job
     out = {}
-    if job.get("node"):
-        out["host.name"] = str(job["node"])
-    if job.get("job_id"):
-        out["greenml.job"] = str(job["job_id"])
+    if job is not None and job.node:
+        out["host.name"] = job.node
+    if job is not None and job.job_id:
+        out["greenml.job"] = job.job_id
     return out
 
 
@@ -175,7 +174,7 @@ def _checked_exporter(endpoint: str | None, timeout_s: float) -> Any:
     return Checked(endpoint=endpoint, timeout=timeout_s)
 
 
-def push_all(record: Mapping[str, Any], gateways: Sequence[str], otlp: Sequence[str]) -> list[str]:
+def push_all(record: RunRecord, gateways: Sequence[str], otlp: Sequence[str]) -> list[str]:
     """Push to every sink asked for; the warnings of those that failed (never raises)."""
     warnings = []
     for url in gateways:

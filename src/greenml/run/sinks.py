@@ -31,6 +31,15 @@ class Finished:
     data: dict[str, Any]  # the record as JSON (stored, or unsaved with ``saved: false``)
     _statement: list[str | None] = field(default_factory=list, repr=False)
 
+    @property
+    def run(self) -> RunRecord:
+        """The record, typed: the stored one, or the unsaved one read leniently."""
+        if self.record is not None:
+            return self.record
+        from greenml.record.run_record import RunRecord
+
+        return RunRecord.from_dict(self.data)
+
     def statement(self) -> str | None:
         """The impact statement (Markdown) of a stored run, rendered on the first ask."""
         if not self._statement:
@@ -76,7 +85,7 @@ class PushSink:
 
         gateways = [self.gateway] if self.gateway else []
         otlp = [self.otlp_endpoint] if self.otlp_endpoint else []
-        for warning in push_all(finished.data, gateways, otlp):
+        for warning in push_all(finished.run, gateways, otlp):
             print(f"greenml: warning: {warning}", file=sys.stderr)
 
 
