@@ -266,9 +266,13 @@ class _Stub(BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\n\n")
 
 
+class _StubServer(ThreadingHTTPServer):
+    request_queue_size = 128  # 32 streams connect at once: the default backlog (5) drops some
+    daemon_threads = True
+
+
 def stub_engine() -> Service:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
-    server.daemon_threads = True
+    server = _StubServer(("127.0.0.1", 0), _Stub)
     threading.Thread(target=server.serve_forever, daemon=True).start()
 
     def stop() -> None:
