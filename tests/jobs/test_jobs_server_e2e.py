@@ -152,12 +152,12 @@ def test_four_nodes_through_the_server_are_one_job(
     # another project's token sees no such job; a bad token and a dead server are one line
     monkeypatch.setenv("GREENML_TOKEN", tokens["other"])
     code, out, err = _cli(["jobs", "show", "777", "--json"], capsys)
-    assert code == 2 and out == "" and "404" in err and len(err.strip().splitlines()) == 1
+    assert code == 3 and out == "" and "404" in err and len(err.strip().splitlines()) == 1
     code, out, _ = _cli(["jobs", "list", "--json"], capsys)
     assert code == 0 and out == ""
     monkeypatch.setenv("GREENML_TOKEN", "gml_not_a_token")
     code, _, err = _cli(["jobs", "list"], capsys)
-    assert code == 2 and "401" in err and len(err.strip().splitlines()) == 1
+    assert code == 4 and "401" in err and len(err.strip().splitlines()) == 1
     server.stop()
     code, _, err = _cli(["jobs", "show", "777"], capsys)
-    assert code == 2 and "unreachable" in err and "Traceback" not in err
+    assert code == 7 and "unreachable" in err and "Traceback" not in err

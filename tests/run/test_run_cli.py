@@ -226,7 +226,7 @@ def test_runs_show_and_prefix_lookup(db: Path) -> None:
     assert "completed" in shown.stdout
     assert "total" in shown.stdout
     missing = greenml(db, "runs", "show", "zzzz")
-    assert missing.returncode == 2
+    assert missing.returncode == 3  # not found
     assert missing.stderr.count("\n") == 1 and "zzzz" in missing.stderr
 
 
