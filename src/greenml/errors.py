@@ -35,6 +35,8 @@ Every error class of the package is defined here::
     ├── AccessDenied                 a team-server token is missing, unknown or not allowed
     ├── ProjectNotFound              no team-server project has this name
     ├── RequestTooLarge              a request body is over the team server's limit
+    ├── AgentError                   the node agent (``greenml agent``) could not be reached
+    │   └── AgentRefused                 the agent refused a request (``code`` says why)
     └── TeamServerError              a team server did not do what was asked (``reason`` says why)
         ├── UploadError                  a run could not be sent to a team server (it waits)
         └── ServerReadError              a team server could not be read (unreachable, 4xx, 5xx)
@@ -246,3 +248,20 @@ class ProjectNotFound(GreenmlError):
 
 class RequestTooLarge(GreenmlError):
     """A request body is larger than the team server accepts."""
+
+
+class AgentError(GreenmlError):
+    """The node agent (``greenml agent``) could not be reached or answered nonsense."""
+
+
+class AgentRefused(AgentError):
+    """The node agent refused a request: outside its policy, malformed, too big, too fast.
+
+    Attributes:
+        code: One word: ``bad-request``, ``version``, ``size``, ``rate``, ``policy``,
+            ``unavailable`` (the hardware failed) or ``internal``.
+    """
+
+    def __init__(self, message: str, code: str = "policy") -> None:
+        super().__init__(message)
+        self.code = code
