@@ -42,10 +42,18 @@ class NodeGpus(FakeNvmlClocks):
 
     def nvmlDeviceSetPowerManagementLimit(self, h: Any, limit_mw: int) -> None:
         super().nvmlDeviceSetPowerManagementLimit(h, limit_mw)
+        if self.state_path is not None:  # any user may read a GPU's limit
+            os.chmod(self.state_path, 0o644)
         slow = float(os.environ.get("GREENML_TEST_SLOW_SET", "0") or 0)
         if slow:
             Path(os.environ["GREENML_TEST_FAKE_STATE"] + ".set").touch()
             time.sleep(slow)
+
+
+    def _save(self) -> None:
+        super()._save()
+        if self.clock_path is not None and self.clock_path.exists():
+            os.chmod(self.clock_path, 0o644)
 
 
 def nvml() -> NodeGpus:

@@ -164,6 +164,11 @@ class Node:
         self, user: pwd.struct_passwd, argv: list[str], timeout: float = 120, **env: str
     ) -> subprocess.CompletedProcess[str]:
         """Run ``python ARGV`` as ``user``; its result."""
+        return subprocess.run(self.user_command(user, argv, **env), capture_output=True,
+                              text=True, timeout=timeout, cwd=str(self.dir))  # fmt: skip
+
+    def user_command(self, user: pwd.struct_passwd, argv: list[str], **env: str) -> list[str]:
+        """The command line that runs ``python ARGV`` as ``user`` in a clean environment."""
         home = self.dir / f"home-{user.pw_name}"
         home.mkdir(exist_ok=True)
         os.chown(home, user.pw_uid, user.pw_gid)
@@ -172,11 +177,8 @@ class Node:
                              GREENML_SYS_ROOT=str(self.root), **env)  # fmt: skip
         if site:
             variables["PYTHONPATH"] = f"{variables['PYTHONPATH']}{os.pathsep}{site}"
-        command = ["runuser", "-u", user.pw_name, "--", "env", "-i",
-                   *(f"{k}={v}" for k, v in variables.items()),
-                   python, *argv]  # fmt: skip
-        return subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                              cwd=str(home))  # fmt: skip
+        return ["runuser", "-u", user.pw_name, "--", "env", "-i",
+                *(f"{k}={v}" for k, v in variables.items()), python, *argv]  # fmt: skip
 
     def cli_as(
         self, user: pwd.struct_passwd, *args: str, **env: str

@@ -78,6 +78,7 @@ class _AgentControl:
         self._gpus: dict[str, dict[str, Any]] = {f"gpu{i}": gpus[i] for i in chosen}
         self._changed: set[str] = set()
         self.state_file = f"greenml agent ({self._client.path})"
+        self.source = f"greenml agent at {self._client.path}"
 
     @property
     def path(self) -> str:

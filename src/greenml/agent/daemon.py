@@ -9,7 +9,6 @@ until SIGTERM or SIGINT, and on the way out undoes every change still held.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 from dataclasses import dataclass
@@ -63,8 +62,6 @@ def start_agent(config: AgentConfig, *, nvml: Any | None = None, drop: bool = Tr
     Raises:
         ConfigError: The socket, state folder or audit log cannot be created.
     """
-    os.environ.pop("CUDA_VISIBLE_DEVICES", None)  # the agent sees every GPU, by physical ordinal
-    os.umask(0o077)
     state = private_dir(config.state_dir)
     audit = AuditLog(config.audit_log)
     if nvml is None:

@@ -99,7 +99,7 @@ class GpuDesk:
         held = self._held.get((gpu, kind))
         if held is not None and held.uid != holding.uid and held.job != holding.job:
             raise AgentRefused(f"GPU {gpu}'s {kind} is held by another user's change")
-        if held is None or holding.holder.startswith("job:"):
+        if held is None or not holding.holder.startswith("conn:"):
             self._held[(gpu, kind)] = holding
 
     def set_power(

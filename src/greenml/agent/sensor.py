@@ -64,6 +64,11 @@ class AgentSensor(Sensor):
             raise SensorUnavailable(f"the greenml agent at {self._client.path} offers no {wanted}")
         self._keys = {d.key for d in self._devices}
         self._last: dict[str, tuple[float, float]] = {}
+        try:
+            self.read_power_w()  # the reference of the first power reading
+        except SensorError as exc:
+            self._client.close()
+            raise SensorUnavailable(str(exc)) from None
 
     @property
     def devices(self) -> list[Device]:

@@ -87,7 +87,7 @@ class AgentService:
 
     def op_gpus(self, peer: Peer, connection: int, request: Request) -> dict[str, Any]:
         desk = self._desk()
-        g = self._grant(peer, request.token)
+        g = self._grant_change(peer, request, "gpus")
         gpus = []
         for local, phys in enumerate(g.gpus):
             info = desk.describe(phys)
@@ -98,7 +98,7 @@ class AgentService:
 
     def op_set_power_limit(self, peer: Peer, connection: int, request: Request) -> dict[str, Any]:
         desk, args = self._desk(), request.args
-        g = self._grant(peer, request.token)
+        g = self._grant_change(peer, request, POWER)
         phys = self._physical(g, args["gpu"], peer, POWER, args)
         limits = desk.power(phys).get(f"gpu{phys}")
         self._checked(peer, g, POWER, phys, args, lambda: check_power_limit(
@@ -109,7 +109,7 @@ class AgentService:
 
     def op_lock_clocks(self, peer: Peer, connection: int, request: Request) -> dict[str, Any]:
         desk, args = self._desk(), request.args
-        g = self._grant(peer, request.token)
+        g = self._grant_change(peer, request, CLOCKS)
         phys = self._physical(g, args["gpu"], peer, CLOCKS, args)
         clocks = desk.clocks(phys).get(f"gpu{phys}")
         self._checked(peer, g, CLOCKS, phys, args, lambda: check_clock(
@@ -121,7 +121,7 @@ class AgentService:
 
     def op_restore(self, peer: Peer, connection: int, request: Request) -> dict[str, Any]:
         desk = self._desk()
-        g = self._grant(peer, request.token)
+        g = self._grant_change(peer, request, "restore")
         wanted = request.args.get("gpus")
         mine = set(g.gpus) if wanted is None else {g.physical(i) for i in wanted}
         why = request.args.get("why") or "restore asked"
@@ -169,6 +169,18 @@ class AgentService:
     def _grant(self, peer: Peer, token: str | None) -> Grant:
         return grant(self.config, self.jobs, peer, token, self.reader.gpu_count, self._proc)
 
+    def _grant_change(self, peer: Peer, request: Request, what: str) -> Grant:
+        """:meth:`_grant` for a change: a refusal goes into the audit log (who tried what)."""
+        try:
+            return self._grant(peer, request.token)
+        except AgentRefused as exc:
+            args = request.args
+            value = args.get("watts", args.get("mhz"))
+            gpu = {"index": args["gpu"]} if "gpu" in args else None
+            self.audit.write(peer, what, gpu, f"refused: {exc}", after=value,
+                             why=args.get("why", ""))  # fmt: skip
+            raise
+
     def _view(self, peer: Peer, token: str | None) -> tuple[int, ...]:
         return read_view(self.config, self.jobs, peer, token, self.reader.gpu_count, self._proc)
 
@@ -202,9 +214,10 @@ class AgentService:
 
     def _holding(self, g: Grant, peer: Peer, connection: int, args: dict[str, Any]) -> Holding:
         hold = args.get("hold", "connection")
-        if hold == "job" and g.job is None:
-            raise AgentRefused("hold=job needs a job token", "bad-request")
-        holder = f"job:{g.job.job}" if hold == "job" and g.job else f"conn:{connection}"
+        if hold == "connection":
+            holder = f"conn:{connection}"
+        else:  # beyond the connection: until the job ends (without a job: until a restore)
+            holder = f"job:{g.job.job}" if g.job else f"user:{peer.uid}"
         return Holding(holder, g.job.job if g.job else None, peer.uid)
 
     def _root_only(self, peer: Peer, request: Request) -> None:

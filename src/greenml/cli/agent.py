@@ -44,6 +44,8 @@ def start(config_path: str) -> None:
     if os.geteuid() != 0:
         raise ConfigError("greenml agent start: run it as root (systemd, the Slurm prolog)")
     config = load_config(config_path)
+    os.environ.pop("CUDA_VISIBLE_DEVICES", None)  # the agent sees every GPU, by physical ordinal
+    os.umask(0o077)  # what it writes is root's alone (the socket's mode is set apart)
     running = start_agent(config)
     click.echo(f"greenml agent: serving on {config.socket} "
                f"({running.service.capabilities})", err=True)  # fmt: skip
