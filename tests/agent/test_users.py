@@ -150,6 +150,12 @@ def test_a_job_tunes_its_own_gpu_a_second_user_is_refused_and_job_end_restores(
         assert "set through the greenml agent" in held.stdout
         assert node.gpu_limits()[UUIDS[1]] == 175.0
 
+        # greenml doctor says what the agent does for each of them
+        found = _doctor(node, alice, **job_env)
+        assert found["agent"]["status"] == "usable" and "job 4242" in found["agent"]["reason"]
+        assert found["agent-control"]["reason"] == "settable on gpu0 (job 4242)"
+        assert _doctor(node, bob)["agent-control"]["status"] == "permission"
+
         # bob: no token; alice's token (leaked) from another user; outside the bounds
         refused = node.cli_as(bob, "gpu", "set-limit", "120", "--gpus", "0")
         assert refused.returncode == 2 and "no job token" in refused.stderr
@@ -183,12 +189,19 @@ def test_a_job_tunes_its_own_gpu_a_second_user_is_refused_and_job_end_restores(
     refusals = [(e["who"]["user"], e["what"], e["outcome"]) for e in audit
                 if e["outcome"].startswith("refused")]  # fmt: skip
     leak = "refused: job 4242's token was presented by another user"
-    assert refusals == [(bob.pw_name, "gpus", "refused: " + NO_TOKEN), (bob.pw_name, "gpus", leak),
+    no_token = (bob.pw_name, "gpus", "refused: " + NO_TOKEN)  # doctor's question, then the CLI's
+    assert refusals == [no_token, no_token, (bob.pw_name, "gpus", leak),
                         (alice.pw_name, "gpus", "refused: unknown job token (the job ended, or "
                          "the token is not one)")]  # fmt: skip
     restored = [e for e in audit if e["outcome"] == "restored"]
     assert restored[-1]["why"] == "job ended" and restored[-1]["to"] == 250.0
     assert restored[-1]["from"] == 175.0 and restored[-1]["job"] == "4242"
+
+
+def _doctor(node: Node, user: object, **env: str) -> dict[str, dict[str, object]]:
+    doctor = node.cli_as(user, "doctor", "--json", **env)  # type: ignore[arg-type]
+    assert doctor.returncode == 0, doctor.stderr
+    return {f["sensor"]: f for f in json.loads(doctor.stdout)["sensors"]}
 
 
 def test_a_sigkilled_agent_restores_the_gpu_at_its_next_start(node: Node) -> None:
