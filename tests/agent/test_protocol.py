@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from greenml.agent.protocol import (
@@ -108,6 +108,8 @@ _requests = st.fixed_dictionaries(
 
 @settings(max_examples=1000)
 @given(_requests)
+@example({"v": 1, "op": "set_power_limit", "args": {"hold": []}})  # found by this test
+@example({"v": 1, "op": "read", "args": {"components": [["cpu"]]}})
 def test_fuzz_random_json_requests_are_checked_or_refused(message: dict[str, object]) -> None:
     request = _parse(json.dumps(message).encode())
     if request is not None:

@@ -143,11 +143,13 @@ def _check_arg(name: str, kind: str, value: Any) -> Any:
             raise bad
         return value
     if kind == "hold":
-        if value not in HOLDS:
+        if not isinstance(value, str) or value not in HOLDS:
             raise bad
         return value
     if kind == "components":
-        if not isinstance(value, list) or not all(v in COMPONENTS for v in value):
+        if not isinstance(value, list) or not all(
+            isinstance(v, str) and v in COMPONENTS for v in value
+        ):
             raise bad
         return sorted(set(value))
     raise bad  # pragma: no cover - every kind of OPS is handled above
