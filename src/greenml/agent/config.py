@@ -9,7 +9,7 @@
     audit_log = "/var/log/greenml/agent-audit.jsonl"
     sys_root = "/"                         # where /sys is read (a test's fake tree)
     max_message_bytes = 4096
-    requests_per_s = 200                   # per user, with a burst of as many
+    requests_per_s = 1000                  # per user, with a burst of as many
     max_connections_per_user = 8
     min_read_interval_s = 0.0              # serve cached counters younger than this
 
@@ -69,7 +69,7 @@ class AgentConfig:
     audit_log: Path = Path("/var/log/greenml/agent-audit.jsonl")
     sys_root: Path = Path("/")
     max_message_bytes: int = 4096
-    requests_per_s: float = 200.0
+    requests_per_s: float = 1000.0
     max_connections_per_user: int = 8
     min_read_interval_s: float = 0.0
     power_limits: bool = True

@@ -1,17 +1,19 @@
 """What the agent reads for its clients: RAPL package, DRAM and psys counters, GPU counters.
 
-The counters are read with greenml's own sensors (:class:`RaplSensor`,
+The devices are those of greenml's own sensors (:class:`RaplSensor`,
 :class:`NvmlSensor`) plus the platform (``psys``) zone, which the Meter leaves
-out (it contains the package). Totals are joules since the agent started, wraps
-handled: a background thread reads every counter at least once a second, so a
-client that reads rarely still gets every wrap counted. With
-``min_read_interval_s`` answers come from a reading no older than that
-(a coarser view of the counters, the PLATYPUS side channel's mitigation).
+out (it contains the package); RAPL files stay open, read with ``pread``.
+Totals are joules since the agent started, wraps handled: a background thread
+reads every counter at least once a second, so a client that reads rarely still
+gets every wrap counted. With ``min_read_interval_s`` answers come from a
+reading no older than that (a coarser view of the counters, the PLATYPUS side
+channel's mitigation).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import threading
 import time
@@ -23,45 +25,70 @@ from greenml.measure.measurement import COUNTER
 from greenml.measure.sensors.base import Sensor
 from greenml.measure.sensors.counter import WrappingCounter
 from greenml.measure.sensors.nvml import NvmlSensor
-from greenml.measure.sensors.rapl import PACKAGE_UNCERTAINTY, RaplSensor, is_amd_cpu
+from greenml.measure.sensors.rapl import (
+    PACKAGE_UNCERTAINTY,
+    RaplSensor,
+    find_rapl_zones,
+    is_amd_cpu,
+)
 
 KEEP_UP_S = 1.0
+ALL = frozenset({"cpu", "dram", "psys", "gpu"})
 _ZONE = re.compile(r"intel-rapl:\d+")
 
 
-class PsysCounters:
-    """The ``psys`` (platform) RAPL zones: the whole SoC and what hangs off it, on laptops."""
+class OpenCounters:
+    """RAPL zones read with ``pread`` on files kept open: a sysfs attribute read at offset 0
+    is produced afresh, and no ``open``/``close`` is paid per read (half of its cost).
 
-    def __init__(self, powercap: Path) -> None:
-        self._zones: list[tuple[str, str, WrappingCounter]] = []
-        try:
-            entries = sorted(p for p in powercap.iterdir() if _ZONE.fullmatch(p.name))
-        except OSError:
-            entries = []
-        for zone in entries:
+    Args:
+        zones: ``(key, zone folder)`` of each zone to read.
+    """
+
+    def __init__(self, zones: list[tuple[str, Path]]) -> None:
+        self._zones: list[tuple[str, int, WrappingCounter]] = []
+        for key, zone in zones:
             try:
-                if (zone / "name").read_text().strip() != "psys":
-                    continue
-                raw = int((zone / "energy_uj").read_bytes())
+                fd = os.open(zone / "energy_uj", os.O_RDONLY | os.O_CLOEXEC)
+                raw = int(os.pread(fd, 32, 0))
                 top = int((zone / "max_energy_range_uj").read_bytes())
             except (OSError, ValueError):
                 continue
-            path = str(zone / "energy_uj")
-            self._zones.append((f"psys{len(self._zones)}", path, WrappingCounter(raw, top)))
+            self._zones.append((key, fd, WrappingCounter(raw, top)))
 
-    def devices(self) -> list[dict[str, Any]]:
-        return [_device(key, "psys", "RAPL psys (platform)", COUNTER, PACKAGE_UNCERTAINTY)
-                for key, _, _ in self._zones]  # fmt: skip
+    @property
+    def keys(self) -> list[str]:
+        return [key for key, _, _ in self._zones]
 
     def read(self) -> dict[str, float]:
+        """Joules since opened, by key (wraps counted; a zone that fails is left out)."""
         out: dict[str, float] = {}
-        for key, path, counter in self._zones:
+        for key, fd, counter in self._zones:
             try:
-                with open(path, "rb") as f:
-                    out[key] = counter.update(int(f.read())) / 1e6
+                out[key] = counter.update(int(os.pread(fd, 32, 0))) / 1e6
             except (OSError, ValueError):
                 continue
         return out
+
+    def close(self) -> None:
+        for _, fd, _ in self._zones:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._zones = []
+
+
+def psys_zones(powercap: Path) -> list[tuple[str, Path]]:
+    """The ``psys`` (platform) zones: the whole SoC and what hangs off it, on laptops."""
+    try:
+        entries = sorted(p for p in powercap.iterdir() if _ZONE.fullmatch(p.name))
+    except OSError:
+        return []
+    found: list[tuple[str, Path]] = []
+    for zone in entries:
+        with contextlib.suppress(OSError):
+            if (zone / "name").read_text().strip() == "psys":
+                found.append((f"psys{len(found)}", zone))
+    return found
 
 
 def _device(key: str, component: str, name: str, method: str, rel: float, note: str = "") -> dict[str, Any]:  # noqa: E501
@@ -85,8 +112,11 @@ class NodeReader:
         self._last: tuple[float, dict[str, float]] = (-1e9, {})
         powercap = sys_root / "sys/class/powercap"
         self._sensors: list[Sensor] = []
+        described: list[Sensor] = []  # RAPL's devices, read through self._rapl
+        self._rapl = OpenCounters([])
         try:
-            self._sensors.append(RaplSensor(powercap, amd=is_amd_cpu(sys_root / "proc/cpuinfo")))
+            described.append(RaplSensor(powercap, amd=is_amd_cpu(sys_root / "proc/cpuinfo")))
+            self._rapl = OpenCounters([(k, z) for k, _, _, z in find_rapl_zones(powercap)])
         except SensorUnavailable as exc:
             self.notes.append(f"RAPL: {exc}")
         self._gpu: NvmlSensor | None = None
@@ -96,11 +126,15 @@ class NodeReader:
                 self._sensors.append(self._gpu)
             except SensorUnavailable as exc:
                 self.notes.append(f"GPUs: {exc}")
-        self._psys = PsysCounters(powercap)
+        self._psys = OpenCounters(psys_zones(powercap))
         self.devices = [
             _device(d.key, d.component, d.name, d.method, d.uncertainty_rel, d.note)
-            for s in self._sensors for d in s.devices
-        ] + self._psys.devices()  # fmt: skip
+            for s in [*described, *self._sensors] for d in s.devices
+            if d.component not in ("cpu", "dram") or d.key in self._rapl.keys
+        ] + [_device(k, "psys", "RAPL psys (platform)", COUNTER, PACKAGE_UNCERTAINTY)
+             for k in self._psys.keys]  # fmt: skip
+        for sensor in described:
+            sensor.close()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._keep_up, name="greenml-agent-counters",
                                         daemon=True)  # fmt: skip
@@ -110,20 +144,31 @@ class NodeReader:
     def gpu_count(self) -> int:
         return sum(1 for d in self.devices if d["component"] == "gpu")
 
-    def energy_j(self) -> dict[str, float]:
-        """Joules since the agent started, by key (``cpu0``, ``dram0``, ``psys0``, ``gpu0``)."""
+    def energy_j(self, components: frozenset[str] = ALL) -> dict[str, float]:
+        """Joules since the agent started, by key (``cpu0``, ``dram0``, ``psys0``, ``gpu0``).
+
+        Only the counters of ``components`` are read (all of them with a read interval).
+        """
         with self._lock:
             now = time.monotonic()
-            taken, values = self._last
-            if self._min_interval > 0 and now - taken < self._min_interval:
-                return values
-            values = {}
-            for sensor in self._sensors:
-                with contextlib.suppress(SensorError):
-                    values.update(sensor.read_energy_j())
+            if self._min_interval > 0:
+                taken, values = self._last
+                if now - taken < self._min_interval:
+                    return values
+                self._last = (now, self._read(ALL))
+                return self._last[1]
+            return self._read(components)
+
+    def _read(self, components: frozenset[str]) -> dict[str, float]:
+        values: dict[str, float] = {}
+        if "cpu" in components or "dram" in components:
+            values.update(self._rapl.read())
+        if self._gpu is not None and "gpu" in components:
+            with contextlib.suppress(SensorError):
+                values.update(self._gpu.read_energy_j())
+        if "psys" in components:
             values.update(self._psys.read())
-            self._last = (now, values)
-            return values
+        return values
 
     def power_w(self) -> dict[str, float]:
         """GPU power now, per device key (RAPL power is the client's: energy over time)."""
@@ -142,13 +187,12 @@ class NodeReader:
 
     def _read_now(self) -> None:
         with self._lock:
-            for sensor in self._sensors:
-                with contextlib.suppress(SensorError):
-                    sensor.read_energy_j()
-            self._psys.read()
+            self._read(ALL)
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=2)
         for sensor in self._sensors:
             sensor.close()
+        self._rapl.close()
+        self._psys.close()

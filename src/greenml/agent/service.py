@@ -19,7 +19,7 @@ from greenml.agent.desk import CLOCKS, POWER, GpuDesk, Holding
 from greenml.agent.jobs import JobTable
 from greenml.agent.policy import Grant, check_clock, check_power_limit, grant, read_view
 from greenml.agent.protocol import OPS, VERSION, Request
-from greenml.agent.readers import NodeReader
+from greenml.agent.readers import ALL, NodeReader
 from greenml.errors import AgentRefused, GreenmlError
 
 
@@ -34,6 +34,7 @@ class AgentService:
         self.jobs, self.audit = jobs, audit
         self._proc = proc
         self.capabilities = capabilities
+        self._components = {str(d["key"]): str(d["component"]) for d in reader.devices}
 
     def handle(self, peer: Peer, connection: int, request: Request) -> dict[str, Any]:
         """The result of ``request`` from ``peer`` on ``connection``.
@@ -65,18 +66,22 @@ class AgentService:
         }  # fmt: skip
 
     def op_read(self, peer: Peer, connection: int, request: Request) -> dict[str, Any]:
-        view = self._view(peer, request.token)
-        wanted = set(request.args.get("components", [])) or {"cpu", "dram", "psys", "gpu"}
-        rename = {f"gpu{phys}": f"gpu{local}" for local, phys in enumerate(view)}
-        energy = self.reader.energy_j()
-        power = self.reader.power_w() if request.args.get("power") else {}
-        components = {d["key"]: d["component"] for d in self.reader.devices}
+        wanted = frozenset(request.args.get("components", ())) or ALL
+        energy = self.reader.energy_j(wanted)
+        power = self.reader.power_w() if request.args.get("power") and "gpu" in wanted else {}
+        if "gpu" in wanted:  # the caller's GPUs, in its own numbering
+            view = self._view(peer, request.token)
+            rename = {f"gpu{phys}": f"gpu{local}" for local, phys in enumerate(view)}
+        else:
+            rename = {}
         out_e: dict[str, float] = {}
         out_p: dict[str, float] = {}
-        for key, comp in components.items():
-            if comp not in wanted or (comp == "gpu" and key not in rename):
+        for key, comp in self._components.items():
+            if comp not in wanted:
                 continue
-            name = rename.get(key, key)
+            name = rename.get(key) if comp == "gpu" else key
+            if name is None:
+                continue
             if key in energy:
                 out_e[name] = energy[key]
             if key in power:
