@@ -35,9 +35,11 @@ def local_agent(tmp_path: Path, short: Path, **config: object) -> LocalAgent:
     machine.rapl_zone("intel-rapl:1", "psys", 0)
     nvml = NodeGpus(v100s(2), FakeClock(0.0), privileged=True, state_path=tmp_path / "limits.json",
                     clock_path=tmp_path / "clocks.json")  # fmt: skip
-    settings = AgentConfig(socket=short / "agent.sock", state_dir=tmp_path / "state",
-                           audit_log=tmp_path / "audit.jsonl", sys_root=tmp_path / "root",
-                           **config)  # type: ignore[arg-type]  # fmt: skip
+    values: dict[str, object] = {
+        "socket": short / "agent.sock", "state_dir": tmp_path / "state",
+        "audit_log": tmp_path / "audit.jsonl", "sys_root": tmp_path / "root", **config,
+    }  # fmt: skip
+    settings = AgentConfig(**values)  # type: ignore[arg-type]
     agent = start_agent(settings, nvml=nvml, drop=False)
     return LocalAgent(agent, settings, nvml, tmp_path / "root", package)
 

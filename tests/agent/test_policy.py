@@ -137,3 +137,15 @@ def test_without_an_agent_nothing_changes(
     assert notes == [f"RAPL not used: no RAPL domains under {machine.root}/sys/class/powercap"]
     monkeypatch.setenv("GREENML_AGENT_SOCKET", "off")
     assert probe_agent() == []
+
+
+def test_a_second_agent_on_the_same_state_is_refused(tmp_path: Path, short_dir: Path) -> None:
+    from tests.agent.conftest import local_agent
+
+    first = local_agent(tmp_path, short_dir)
+    try:
+        with pytest.raises(ConfigError, match="another greenml agent runs"):
+            local_agent(tmp_path / "again", short_dir, state_dir=tmp_path / "state")
+        assert first.config.socket.is_socket()  # the first one's socket is untouched
+    finally:
+        first.agent.close()

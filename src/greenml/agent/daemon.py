@@ -9,9 +9,11 @@ until SIGTERM or SIGINT, and on the way out undoes every change still held.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from greenml.agent.audit import AuditLog
@@ -22,7 +24,7 @@ from greenml.agent.privileges import drop_capabilities
 from greenml.agent.readers import NodeReader
 from greenml.agent.server import AgentServer
 from greenml.agent.service import AgentService, write_pid
-from greenml.errors import SensorUnavailable
+from greenml.errors import ConfigError, SensorUnavailable
 from greenml.optimize.gpu_control import load_nvml
 
 log = logging.getLogger(__name__)
@@ -34,6 +36,7 @@ class Agent:
 
     server: AgentServer
     service: AgentService
+    lock: int = -1
 
     def serve(self) -> None:
         """Serve until SIGTERM or SIGINT (main thread) or :meth:`stop`, then undo every change."""
@@ -54,6 +57,9 @@ class Agent:
             self.service.desk.close()
         self.service.reader.close()
         self.service.audit.close()
+        if self.lock >= 0:
+            os.close(self.lock)
+            self.lock = -1
 
 
 def start_agent(config: AgentConfig, *, nvml: Any | None = None, drop: bool = True) -> Agent:
@@ -63,6 +69,7 @@ def start_agent(config: AgentConfig, *, nvml: Any | None = None, drop: bool = Tr
         ConfigError: The socket, state folder or audit log cannot be created.
     """
     state = private_dir(config.state_dir)
+    lock = single_instance(state)  # before anything is restored: another agent may hold it
     audit = AuditLog(config.audit_log)
     if nvml is None:
         try:
@@ -80,4 +87,21 @@ def start_agent(config: AgentConfig, *, nvml: Any | None = None, drop: bool = Tr
     server.bind()
     write_pid(state)
     service.capabilities = drop_capabilities() if drop else "kept (drop=False)"
-    return Agent(server, service)
+    return Agent(server, service, lock)
+
+
+def single_instance(state: Path) -> int:
+    """An exclusive lock on ``state/agent.lock``, held for the agent's life.
+
+    Raises:
+        ConfigError: Another agent runs with this state folder (four prologs at once).
+    """
+    import fcntl
+
+    fd = os.open(state / "agent.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise ConfigError(f"another greenml agent runs with the state folder {state}") from None
+    return fd

@@ -51,10 +51,12 @@ def drop_capabilities(keep: tuple[int, ...] = KEEP) -> str:
     libc = _libc()
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return f"prctl(NO_NEW_PRIVS) failed: {os.strerror(ctypes.get_errno())}"
+    bounding = ""
     for cap in range(_last_cap() + 1):
         failed = cap not in keep and libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
-        if failed and ctypes.get_errno() != errno.EINVAL:
-            return f"bounding set not dropped: {os.strerror(ctypes.get_errno())}"
+        if failed and ctypes.get_errno() != errno.EINVAL:  # no CAP_SETPCAP: the rest still goes
+            bounding = f"; bounding set kept ({os.strerror(ctypes.get_errno())})"
+            break
     mask = [0, 0]
     for cap in keep:
         mask[cap // 32] |= 1 << (cap % 32)
@@ -62,7 +64,7 @@ def drop_capabilities(keep: tuple[int, ...] = KEEP) -> str:
     data = (_Data * 2)(*(_Data(m, m, 0) for m in mask))
     if libc.capset(ctypes.byref(header), data) != 0:
         return f"capset failed: {os.strerror(ctypes.get_errno())}"
-    return f"CapEff {effective_capabilities()}"
+    return f"CapEff {effective_capabilities()}{bounding}"
 
 
 def effective_capabilities(pid: int | str = "self") -> str:

@@ -36,6 +36,15 @@ def peer_of(conn: socket.socket) -> Peer:
     return Peer(pid, uid, gid)
 
 
+def _answers(path: object) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
 class _Bucket:
     """A token bucket: ``rate`` tokens a second, at most ``rate`` stored."""
 
@@ -79,9 +88,10 @@ class AgentServer:
             if not path.parent.exists():  # clients must reach the socket: 0755 (umask aside)
                 path.parent.mkdir(parents=True)
                 os.chmod(path.parent, 0o755)
-            with contextlib.suppress(FileNotFoundError):
-                if path.is_socket():
-                    path.unlink()
+            if path.is_socket():
+                if _answers(path):
+                    raise ConfigError(f"a greenml agent already serves {path}")
+                path.unlink()  # a stale socket: its agent died
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.bind(str(path))
             if self.config.socket_group:
