@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -93,8 +94,8 @@ def test_bounds_refuse_a_limit_the_gpu_would_take(served: LocalAgent, tmp_path: 
         **{**served.config.__dict__, "bounds": (Bounds("V100", min_power_w=150.0),)}
     )
     token = _job(served, ALICE.uid, [1])
-    line = ('{"v":1,"op":"set_power_limit","token":"%s","args":{"gpu":0,"watts":120,'
-            '"why":"try"}}' % token).encode()  # fmt: skip
+    line = json.dumps({"v": 1, "op": "set_power_limit", "token": token,
+                       "args": {"gpu": 0, "watts": 120, "why": "try"}}).encode()  # fmt: skip
     answer = served.agent.server.respond(ALICE, 3, line)
     assert answer["refused"] == "120 W is outside the allowed 150–250 W for Tesla V100-PCIE-32GB"
     other = served.agent.server.respond(ALICE, 3, line.replace(b'"gpu":0', b'"gpu":1'))
@@ -149,3 +150,14 @@ def test_a_second_agent_on_the_same_state_is_refused(tmp_path: Path, short_dir: 
         assert first.config.socket.is_socket()  # the first one's socket is untouched
     finally:
         first.agent.close()
+
+
+def test_the_shipped_config_and_slurm_lines_parse() -> None:
+    import subprocess
+
+    deploy = Path(__file__).resolve().parents[2] / "deploy" / "agent"
+    config = load_config(deploy / "agent.toml", check_owner=False)
+    assert config.require_job and config.bounds_for("NVIDIA H100 80GB HBM3").min_power_w == 350
+    for script in ("slurm-prolog.sh", "slurm-epilog.sh"):
+        checked = subprocess.run(["sh", "-n", str(deploy / script)], capture_output=True)
+        assert checked.returncode == 0, checked.stderr
