@@ -94,11 +94,13 @@ def test_bounds_refuse_a_limit_the_gpu_would_take(served: LocalAgent, tmp_path: 
         **{**served.config.__dict__, "bounds": (Bounds("V100", min_power_w=150.0),)}
     )
     token = _job(served, ALICE.uid, [1])
-    line = json.dumps({"v": 1, "op": "set_power_limit", "token": token,
-                       "args": {"gpu": 0, "watts": 120, "why": "try"}}).encode()  # fmt: skip
-    answer = served.agent.server.respond(ALICE, 3, line)
+    def line(gpu: int) -> bytes:
+        return json.dumps({"v": 1, "op": "set_power_limit", "token": token,
+                           "args": {"gpu": gpu, "watts": 120, "why": "try"}}).encode()  # fmt: skip
+
+    answer = served.agent.server.respond(ALICE, 3, line(0))
     assert answer["refused"] == "120 W is outside the allowed 150–250 W for Tesla V100-PCIE-32GB"
-    other = served.agent.server.respond(ALICE, 3, line.replace(b'"gpu":0', b'"gpu":1'))
+    other = served.agent.server.respond(ALICE, 3, line(1))
     assert other["refused"] == "gpu1 is not one of the 1 GPU(s) of job 7"
     assert served.nvml._stored_limits() == {}
     last = read_audit(served.config.audit_log)[-1]
