@@ -15,7 +15,7 @@ if [ ! -S "$SOCKET" ]; then  # no agent yet: start one (a second start is refuse
     while [ ! -S "$SOCKET" ] && [ "$tries" -lt 100 ]; do sleep 0.1; tries=$((tries + 1)); done
 fi
 "$GREENML" agent job-start --socket "$SOCKET" --job "$JOB" --user "${SLURM_JOB_UID:?}" \
-    --gpus "${SLURM_JOB_GPUS:-}" --token-file "/run/greenml/jobs/$JOB.token" \
+    --node-gpus "${SLURM_JOB_GPUS:-}" --token-file "/run/greenml/jobs/$JOB.token" \
     >>/var/log/greenml-agent.log 2>&1 \
     || logger -t greenml-agent "job $JOB: not registered with the greenml agent"
 exit 0

@@ -126,7 +126,7 @@ def test_a_job_tunes_its_own_gpu_a_second_user_is_refused_and_job_end_restores(
     with real_user() as alice, real_user() as bob:
         token_file = node.dir / "jobs" / "4242.token"
         prolog = node.cli("agent", "job-start", "--job", "4242", "--user", alice.pw_name,
-                          "--gpus", "1", "--token-file", str(token_file))  # fmt: skip
+                          "--node-gpus", "1", "--token-file", str(token_file))  # fmt: skip
         assert prolog.returncode == 0, prolog.stderr
         mode = token_file.stat().st_mode & 0o777
         assert token_file.stat().st_uid == alice.pw_uid and mode == 0o400
@@ -143,6 +143,19 @@ def test_a_job_tunes_its_own_gpu_a_second_user_is_refused_and_job_end_restores(
         assert {150.0, 200.0} <= set(result["seen"])  # the agent did set them
         assert result["after"] == 250.0  # and the optimizer's close put the original back
         assert UUIDS[0] not in node.gpu_limits()  # the other job's GPU was never touched
+
+        # greenml gpu limits / lock-clocks / restore go through the agent too
+        shown = node.cli_as(alice, "gpu", "limits", "--json", **job_env)
+        limits = json.loads(shown.stdout)
+        assert limits["source"].startswith("greenml agent at")
+        assert [(g["uuid"], g["min_w"], g["max_w"]) for g in limits["gpus"]] == [
+            (UUIDS[1], 150.0, 250.0)]  # the job's one GPU, within the administrator's bounds
+        locked = node.cli_as(alice, "gpu", "lock-clocks", "1000", **job_env)
+        assert locked.returncode == 0, locked.stderr
+        assert json.loads(node.clocks.read_text()) == {UUIDS[1]: [990, 990]}
+        undone = node.cli_as(alice, "gpu", "restore", **job_env)
+        assert "gpu0: clocks restored 990 MHz → unlocked (greenml agent)" in undone.stdout
+        assert json.loads(node.clocks.read_text()) == {}
 
         # alice sets a limit for the rest of her job; it outlives the command
         held = node.cli_as(alice, "gpu", "set-limit", "175", "--gpus", "0", **job_env)
@@ -208,7 +221,7 @@ def test_a_sigkilled_agent_restores_the_gpu_at_its_next_start(node: Node) -> Non
     node.start(GREENML_TEST_SLOW_SET="60")
     with real_user() as alice:
         token_file = node.dir / "jobs" / "77.token"
-        assert node.cli("agent", "job-start", "--job", "77", "--user", alice.pw_name, "--gpus",
+        assert node.cli("agent", "job-start", "--job", "77", "--user", alice.pw_name, "--node-gpus",
                         "0", "--token-file", str(token_file)).returncode == 0  # fmt: skip
         command = node.user_command(alice, ["-m", "greenml", "gpu", "set-limit", "160"],
                                     GREENML_AGENT_TOKEN_FILE=str(token_file))  # fmt: skip

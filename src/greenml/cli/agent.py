@@ -19,7 +19,7 @@ from greenml.errors import ConfigError
 from greenml.store.export import json_text
 
 _config_option = click.option(
-    "--config", "config_path", type=click.Path(dir_okay=False), metavar="PATH",
+    "--config", "config_path", type=click.Path(dir_okay=False), metavar="TOML",
     default="/etc/greenml/agent.toml", show_default=True, help="The agent's configuration file.",
 )  # fmt: skip
 _socket_option = click.option(
@@ -97,9 +97,10 @@ def read(socket_path: str | None, as_json: bool) -> None:
 
 @agent.command("job-start")
 @_socket_option
-@click.option("--job", required=True, help="The job id ($SLURM_JOB_ID).")
+@click.option("--job", required=True, metavar="ID", help="The job id ($SLURM_JOB_ID).")
 @click.option("--user", required=True, help="The job's user ($SLURM_JOB_USER or a uid).")
-@click.option("--gpus", default="", help="The job's GPU ordinals on this node ($SLURM_JOB_GPUS).")
+@click.option("--node-gpus", "gpus", default="", metavar="LIST",
+              help="The job's GPUs on this node by NVML index ($SLURM_JOB_GPUS).")  # fmt: skip
 @click.option("--token-file", type=click.Path(dir_okay=False), metavar="PATH", required=True,
               help="Where the job's token goes (owned by the job's user, mode 0400).")  # fmt: skip
 def job_start(socket_path: str | None, job: str, user: str, gpus: str, token_file: str) -> None:
@@ -123,7 +124,7 @@ def job_start(socket_path: str | None, job: str, user: str, gpus: str, token_fil
 
 @agent.command("job-end")
 @_socket_option
-@click.option("--job", required=True, help="The job id ($SLURM_JOB_ID).")
+@click.option("--job", required=True, metavar="ID", help="The job id ($SLURM_JOB_ID).")
 @click.option("--token-file", type=click.Path(dir_okay=False), metavar="PATH",
               help="The job's token file, removed.")  # fmt: skip
 def job_end(socket_path: str | None, job: str, token_file: str | None) -> None:

@@ -227,5 +227,12 @@ def _restore_through_agent(socket: object, as_json: bool) -> None:
         console.print(f"nothing to restore: the greenml agent at {socket} holds no change of "
                       "yours", highlight=False, markup=False)  # fmt: skip
     for u in result["restored"]:
-        console.print(f"{u['gpu']}: {u['what'].replace('_', ' ')} restored {u['from']} → "
-                      f"{u['to']} (greenml agent)", highlight=False, markup=False)  # fmt: skip
+        unit = " W" if u["what"] == "power_limit" else " MHz"
+        console.print(f"{u['gpu']}: {u['what'].replace('_', ' ')} restored "
+                      f"{_shown(u['from'], unit)} → {_shown(u['to'], unit)} (greenml agent)",
+                      highlight=False, markup=False)  # fmt: skip
+
+
+def _shown(value: object, unit: str) -> str:
+    """A number with its unit (``990 MHz``), anything else as it is (``unlocked``)."""
+    return f"{value:g}{unit}" if isinstance(value, int | float) else str(value)
