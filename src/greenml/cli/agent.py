@@ -114,7 +114,8 @@ def job_start(socket_path: str | None, job: str, user: str, gpus: str, token_fil
     path = Path(token_file)
     path.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(path.parent, 0o711)  # others may reach a file they know the name of, not list them
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
+    path.unlink(missing_ok=True)  # a fresh file, never through a link planted there
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o400)
     with os.fdopen(fd, "w") as f:
         f.write(result["token"] + "\n")
     os.chown(path, uid, -1)
