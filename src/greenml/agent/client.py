@@ -105,15 +105,28 @@ class AgentClient:
         """
         with self._lock:
             self._id += 1
-            try:
-                self._sock.sendall(request_line(op, args, self._id, self.token))
-                line = self._rfile.readline(_MAX_ANSWER)
-            except OSError as exc:
-                where = f"the greenml agent at {self.path}"
-                raise AgentError(f"{where} did not answer: {exc}") from None
-            if not line:
-                raise AgentError(f"the greenml agent at {self.path} closed the connection")
-            return parse_answer(line, self._id)
+            return self._exchange(request_line(op, args, self._id, self.token), self._id)
+
+    def request_line(self, line: bytes) -> dict[str, Any]:
+        """The result of a request line built once, without an id (answers come in order).
+
+        Raises:
+            AgentRefused: The agent refused.
+            AgentError: The connection broke.
+        """
+        with self._lock:
+            return self._exchange(line, None)
+
+    def _exchange(self, line: bytes, request_id: int | None) -> dict[str, Any]:
+        where = f"the greenml agent at {self.path}"
+        try:
+            self._sock.sendall(line)
+            answer = self._rfile.readline(_MAX_ANSWER)
+        except OSError as exc:
+            raise AgentError(f"{where} did not answer: {exc}") from None
+        if not answer:
+            raise AgentError(f"{where} closed the connection")
+        return parse_answer(answer, request_id)
 
     def close(self) -> None:
         """Close the connection (the agent undoes the changes it held)."""

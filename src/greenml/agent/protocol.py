@@ -170,15 +170,19 @@ def refusal(request_id: int | str | None, reason: str, code: str) -> dict[str, A
     return {"v": VERSION, "id": request_id, "ok": False, "code": code, "refused": reason}
 
 
-def request_line(op: str, args: dict[str, Any], request_id: int, token: str | None) -> bytes:
-    """The line a client sends."""
-    message: dict[str, Any] = {"v": VERSION, "id": request_id, "op": op, "args": args}
+def request_line(
+    op: str, args: dict[str, Any], request_id: int | None, token: str | None
+) -> bytes:
+    """The line a client sends (without an id when ``request_id`` is None)."""
+    message: dict[str, Any] = {"v": VERSION, "op": op, "args": args}
+    if request_id is not None:
+        message["id"] = request_id
     if token:
         message["token"] = token
     return encode(message)
 
 
-def parse_answer(line: bytes, request_id: int) -> dict[str, Any]:
+def parse_answer(line: bytes, request_id: int | None) -> dict[str, Any]:
     """The result of an answer line; AgentRefused for a refusal.
 
     Raises:

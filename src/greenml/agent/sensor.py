@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from greenml.agent.client import AgentClient
+from greenml.agent.protocol import request_line
 from greenml.errors import AgentError, SensorError, SensorUnavailable
 from greenml.measure.measurement import COUNTER, Method
 from greenml.measure.sensors.base import Device, Sensor
@@ -63,6 +64,9 @@ class AgentSensor(Sensor):
             wanted = ", ".join(self._components)
             raise SensorUnavailable(f"the greenml agent at {self._client.path} offers no {wanted}")
         self._keys = {d.key for d in self._devices}
+        token = self._client.token
+        self._lines = {p: request_line("read", {"power": p, "components": self._components}, None,
+                                       token) for p in (False, True)}  # fmt: skip
         self._last: dict[str, tuple[float, float]] = {}
         try:
             self.read_power_w()  # the reference of the first power reading
@@ -79,8 +83,9 @@ class AgentSensor(Sensor):
         return self._client.path
 
     def _read(self, power: bool) -> dict[str, Any]:
+        line = self._lines[power]
         try:
-            return self._client.request("read", power=power, components=self._components)
+            return self._client.request_line(line)
         except AgentError as exc:
             raise SensorError(f"greenml agent: {exc}") from None
 

@@ -22,12 +22,13 @@ from collections import Counter
 
 from greenml.agent.audit import Peer
 from greenml.agent.config import AgentConfig, socket_mode
-from greenml.agent.protocol import answer, encode, parse_request, refusal
+from greenml.agent.protocol import Request, answer, encode, parse_request, refusal
 from greenml.agent.service import AgentService
 from greenml.errors import AgentRefused, ConfigError, GreenmlError
 
 log = logging.getLogger(__name__)
 _CRED = struct.Struct("3i")
+PARSED_KEPT = 256  # requests kept parsed, by their exact bytes (bounded: never evicted)
 
 
 def peer_of(conn: socket.socket) -> Peer:
@@ -76,6 +77,7 @@ class AgentServer:
         self._stop = threading.Event()
         self._sock: socket.socket | None = None
         self.served = 0
+        self._parsed: dict[bytes, Request] = {}
 
     def bind(self) -> None:
         """Create the socket (a stale one replaced), 0666 or 0660 for the socket group.
@@ -179,10 +181,14 @@ class AgentServer:
         self.served += 1
         if not self._allowed(peer.uid):
             return refusal(None, f"over {self.config.requests_per_s:g} requests/s", "rate")
-        try:
-            request = parse_request(line.rstrip(b"\r\n"))
-        except AgentRefused as exc:
-            return refusal(None, str(exc), exc.code)
+        request = self._parsed.get(line)
+        if request is None:
+            try:
+                request = parse_request(line.rstrip(b"\r\n"))
+            except AgentRefused as exc:
+                return refusal(None, str(exc), exc.code)
+            if len(self._parsed) < PARSED_KEPT:  # a counter read repeats its exact line
+                self._parsed[line] = request
         try:
             return answer(request.id, self.service.handle(peer, number, request))
         except AgentRefused as exc:
