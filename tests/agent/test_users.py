@@ -11,8 +11,10 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -242,3 +244,41 @@ def test_a_sigkilled_agent_restores_the_gpu_at_its_next_start(node: Node) -> Non
     crash = [e for e in node.audit_entries() if e["why"] == "agent start after a crash"]
     assert crash and crash[0]["gpu"]["uuid"] == UUIDS[0] and crash[0]["to"] == 250.0
     node.stop()
+
+
+def test_the_shipped_prolog_starts_the_agent_and_the_epilog_undoes_the_job(node: Node) -> None:
+    """deploy/agent's prolog and epilog as Slurm runs them: root, a job's variables, no PATH."""
+    deploy = Path(__file__).resolve().parents[2] / "deploy" / "agent"
+    wrapper = node.dir / "greenml"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m greenml "$@"\n')
+    wrapper.chmod(0o755)
+    tokens = node.dir / "jobs"
+    with real_user() as alice:
+        slurm = {"SLURM_JOB_ID": "555", "SLURM_JOB_UID": str(alice.pw_uid), "SLURM_JOB_GPUS": "0"}
+        env = {k: v for k, v in node.env().items() if k != "PATH"}
+        env.update(GREENML=str(wrapper), GREENML_AGENT_SOCKET=str(node.socket),
+                   GREENML_AGENT_CONFIG=str(node.config), GREENML_AGENT_TOKEN_DIR=str(tokens),
+                   GREENML_AGENT_LOG=str(node.dir / "agent.log"), **slurm)  # fmt: skip
+        prolog = subprocess.run(["/bin/sh", str(deploy / "slurm-prolog.sh")], env=env,
+                                capture_output=True, text=True, timeout=120)  # fmt: skip
+        try:
+            assert prolog.returncode == 0 and node.socket.is_socket(), (node.dir / "agent.log")
+            token = tokens / "555.token"
+            assert token.stat().st_uid == alice.pw_uid
+            # inside the job, greenml finds its token by itself ($SLURM_JOB_ID)
+            job = {"SLURM_JOB_ID": "555", "GREENML_AGENT_TOKEN_DIR": str(tokens)}
+            tuned = node.cli_as(alice, "gpu", "set-limit", "200", "--gpus", "0", **job)
+            assert tuned.returncode == 0, tuned.stderr
+            assert node.gpu_limits()[UUIDS[0]] == 200.0
+            epilog = subprocess.run(["/bin/sh", str(deploy / "slurm-epilog.sh")], env=env,
+                                    capture_output=True, text=True, timeout=120)  # fmt: skip
+            assert epilog.returncode == 0
+            assert node.gpu_limits()[UUIDS[0]] == 250.0 and not token.exists()
+        finally:  # the agent the prolog started
+            pid_file = node.state / "agent.pid"
+            if pid_file.exists():
+                os.kill(int(pid_file.read_text()), signal.SIGTERM)
+                deadline = time.monotonic() + 30
+                while node.socket.exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+    assert "job 555" in (node.dir / "agent.log").read_text()

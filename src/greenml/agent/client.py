@@ -4,7 +4,8 @@ The socket is ``$GREENML_AGENT_SOCKET``, else ``[agent] socket`` of the config
 file, else ``/run/greenml/agent.sock``; ``off`` turns the agent off for this
 user. The job token is ``$GREENML_AGENT_TOKEN``, else the file
 ``$GREENML_AGENT_TOKEN_FILE``, else, inside a Slurm job, the file the prolog
-wrote (``/run/greenml/jobs/$SLURM_JOB_ID.token``).
+wrote (``$GREENML_AGENT_TOKEN_DIR``, by default ``/run/greenml/jobs``, then
+``$SLURM_JOB_ID.token``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from greenml.errors import AgentError
 TOKEN_ENV = "GREENML_AGENT_TOKEN"
 TOKEN_FILE_ENV = "GREENML_AGENT_TOKEN_FILE"
 TOKEN_DIR = Path("/run/greenml/jobs")
+TOKEN_DIR_ENV = "GREENML_AGENT_TOKEN_DIR"
 _MAX_ANSWER = 1 << 20
 
 
@@ -41,7 +43,7 @@ def job_token() -> str | None:
     path = os.environ.get(TOKEN_FILE_ENV, "").strip()
     job = os.environ.get("SLURM_JOB_ID", "").strip()
     if not path and job.isdigit():
-        path = str(TOKEN_DIR / f"{job}.token")
+        path = str(Path(os.environ.get(TOKEN_DIR_ENV) or TOKEN_DIR) / f"{job}.token")
     if path:
         try:
             return Path(path).read_text().strip() or None
