@@ -82,7 +82,7 @@ def test_a_refusal_reaches_the_client_as_agent_refused() -> None:
     assert caught.value.code == "policy"
 
 
-@settings(max_examples=1000)
+@settings(max_examples=600)
 @given(st.binary(max_size=600))
 def test_fuzz_random_bytes_never_crash_the_parser(line: bytes) -> None:
     _parse(line)
@@ -92,7 +92,7 @@ _values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
     lambda inner: st.lists(inner, max_size=4)
     | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12,
+    max_leaves=5,
 )
 _arg_names = st.sampled_from(sorted({a for args in OPS.values() for a in args} | {"cmd", "path"}))
 _requests = st.fixed_dictionaries(
@@ -106,7 +106,7 @@ _requests = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=1000)
+@settings(max_examples=600)
 @given(_requests)
 @example({"v": 1, "op": "set_power_limit", "args": {"hold": []}})  # found by this test
 @example({"v": 1, "op": "read", "args": {"components": [["cpu"]]}})
