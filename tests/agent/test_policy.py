@@ -163,3 +163,26 @@ def test_the_shipped_config_and_slurm_lines_parse() -> None:
     for script in ("slurm-prolog.sh", "slurm-epilog.sh"):
         checked = subprocess.run(["sh", "-n", str(deploy / script)], capture_output=True)
         assert checked.returncode == 0, checked.stderr
+
+
+def test_the_controls_go_through_the_agent_for_a_user_who_is_not_root(
+    served: LocalAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Routing only (the agent sees this process as root; users are tested in test_users)."""
+    import greenml.agent.client as client_module
+    from greenml.agent.control import AgentClockControl, AgentGpuControl, open_clocks
+    from greenml.optimize.power_limit import open_power_control
+    from greenml.optimize.straggler.runtime import open_gpu_control
+
+    monkeypatch.setenv("GREENML_AGENT_SOCKET", str(served.config.socket))
+    monkeypatch.setattr(client_module.os, "geteuid", lambda: 1000)
+    controls = [open_power_control([1]), open_gpu_control([1], None, None), open_clocks([1])]
+    try:
+        assert [type(c) for c in controls] == [AgentGpuControl, AgentGpuControl, AgentClockControl]
+        assert [c.keys for c in controls] == [["gpu1"]] * 3
+        assert controls[1].get("gpu1").uuid == UUIDS[1]
+    finally:
+        for control in controls:
+            control.close()
+    monkeypatch.setattr(client_module.os, "geteuid", lambda: 0)  # root: the libraries directly
+    assert type(open_gpu_control([1], served.nvml, None)).__name__ == "GpuControl"
