@@ -16,7 +16,8 @@ never a traceback)::
     ├── PermissionDenied             4  not allowed: a token, or root / CAP_SYS_ADMIN
     │   ├── AccessDenied             a team-server token is missing, unknown or not allowed
     │   ├── PowerLimitPermissionError    setting a power limit needs root (a PowerLimitError)
-    │   └── ClockPermissionError         locking clocks needs root (a ClockLockError)
+    │   ├── ClockPermissionError         locking clocks needs root (a ClockLockError)
+    │   └── AgentRefused             the node agent refused a request (an AgentError)
     ├── Unsupported                  5  this machine, GPU or driver cannot do it
     │   ├── SensorUnavailable        a sensor cannot be opened here (a SensorError)
     │   ├── PowerLimitUnsupported    the GPU or driver has no power limits (a PowerLimitError)
@@ -29,6 +30,7 @@ never a traceback)::
     │   │   ├── UploadError              a run could not be sent to a team server (it waits)
     │   │   └── ServerReadError          a team server could not be read
     │   ├── IntensityApiError        a carbon-intensity API failed or answered nonsense
+    │   ├── AgentError               the node agent could not be reached or answered nonsense
     │   ├── PushError                a run's figures could not be pushed (Pushgateway, OTLP)
     │   └── MetricsSourceError       a second source (Prometheus for Kepler) could not be read
     └── (no kind: exit 2)
@@ -305,3 +307,20 @@ class ProjectNotFound(NotFound):
 
 class RequestTooLarge(GreenmlError):
     """A request body is larger than the team server accepts."""
+
+
+class AgentError(ServiceError):
+    """The node agent (``greenml agent``) could not be reached or answered nonsense."""
+
+
+class AgentRefused(PermissionDenied, AgentError):
+    """The node agent refused a request: outside its policy, malformed, too big, too fast.
+
+    Attributes:
+        code: One word: ``bad-request``, ``version``, ``size``, ``rate``, ``policy``,
+            ``unavailable`` (the hardware failed) or ``internal``.
+    """
+
+    def __init__(self, message: str, code: str = "policy") -> None:
+        super().__init__(message)
+        self.code = code

@@ -45,6 +45,7 @@ COMMANDS = {
     "server": "greenml.cli.server:server",
     "push": "greenml.cli.push:push",
     "llm": "greenml.cli.llm:llm",
+    "agent": "greenml.cli.agent:agent",
 }
 
 # commands that do not first send runs waiting for the team server: `run` must not delay the

@@ -17,16 +17,18 @@ def doctor(as_json: bool) -> None:
     Usable sensors list the devices they measure with the method (counter,
     power-integrated, estimated) and its uncertainty. The others say why not
     (absent, driver-missing, not-installed, permission, unsupported) and the
-    exact command that fixes it, when something can be fixed. Last, what
-    `greenml run` measures here, opened as a run opens it.
+    exact command that fixes it, when something can be fixed. Where a greenml
+    agent serves this node, what it reads for you and whether it lets you change
+    your job's GPUs. Last, what `greenml run` measures here, opened as a run opens it.
     """
     from dataclasses import asdict
 
+    from greenml.agent.probe import probe_agent
     from greenml.measure.doctor import Machine
     from greenml.measure.doctor_probes import diagnose_machine, run_plan
     from greenml.optimize.control_probe import probe_power_limits
 
-    findings = [*diagnose_machine(), probe_power_limits(Machine())]
+    findings = [*diagnose_machine(), probe_power_limits(Machine()), *probe_agent()]
     devices, notes = run_plan()
     if as_json:
         run = {"devices": [asdict(d) for d in devices], "notes": notes}

@@ -23,6 +23,12 @@ _state_option = click.option(
 )  # fmt: skip
 
 
+_AGENT_HELD = (
+    "set through the {source}: it keeps the originals and puts them back when your job "
+    "ends; `greenml gpu restore` does it now"
+)
+
+
 class _GpuGroup(LazyGroup):
     commands_map: ClassVar[dict[str, str]] = {}
     moved_map: ClassVar[dict[str, str]] = {
@@ -49,7 +55,9 @@ def limits(gpus: str | None, as_json: bool) -> None:
         rows = control.limits()
     finally:
         control.close()
-    source = "AMD SMI" if getattr(control, "vendor", "nvidia") == "amd" else "NVML"
+    source = getattr(control, "source", None) or (
+        "AMD SMI" if getattr(control, "vendor", "nvidia") == "amd" else "NVML"
+    )
     if as_json:
         print(json_text({"source": source, "gpus": [g.to_dict() for g in rows]}, indent=2))
         return
@@ -70,7 +78,8 @@ def set_limit(
     from greenml.optimize.gpu_control import check_limit
     from greenml.optimize.power_limit import open_power_control
 
-    control = open_power_control(gpus_to_act_on(gpus), state_file=state_file)
+    control = open_power_control(gpus_to_act_on(gpus), state_file=state_file, hold="job",
+                                 why="greenml gpu set-limit")  # fmt: skip
     try:
         before = control.limits()
         for g in before:
@@ -91,6 +100,9 @@ def set_limit(
         console.print(f"{g.key} {g.name}: {verb} {g.limit_w:g} W → {watts:g} W", highlight=False)
     if dry_run:
         console.print("dry run: nothing was set", highlight=False)
+    elif getattr(control, "source", None):
+        console.print(_AGENT_HELD.format(source=getattr(control, "source", "")), highlight=False,
+                      markup=False)  # fmt: skip
     else:
         console.print(
             f"originals saved in {control.state_file}; `greenml gpu restore` puts them back",
@@ -102,8 +114,18 @@ def set_limit(
 @_state_option
 @json_option()
 def restore(state_file: str | None, as_json: bool) -> None:
-    """Put back the original limits and clocks saved in the state files (e.g. after a crash)."""
+    """Put back the original limits and clocks saved in the state files (e.g. after a crash).
+
+    A user who is not root, on a node with a greenml agent, asks the agent to put back
+    what it changed for the user's job.
+    """
+    from greenml.agent.client import use_agent_for_control
     from greenml.optimize.gpu_clocks import restore_clocks_from_state
+
+    socket = use_agent_for_control() if state_file is None else None
+    if socket is not None:
+        _restore_through_agent(socket, as_json)
+        return
     from greenml.optimize.gpu_restore import restore_from_state
 
     result = restore_from_state(state_file)
@@ -133,9 +155,9 @@ def restore(state_file: str | None, as_json: bool) -> None:
 @json_option()
 def clocks(gpus: str | None, as_json: bool) -> None:
     """Each GPU's supported graphics clocks and the clock now (NVML or AMD SMI)."""
-    from greenml.optimize.gpu_clocks import open_clock_control
+    from greenml.agent.control import open_clocks
 
-    control = open_clock_control(gpus_to_act_on(gpus))
+    control = open_clocks(gpus_to_act_on(gpus))
     try:
         rows = control.clocks()
     finally:
@@ -163,9 +185,9 @@ def lock_clocks(mhz: float, gpus: str | None, dry_run: bool, as_json: bool) -> N
     NVIDIA: NVML locked clocks (Volta and newer). AMD: performance determinism mode,
     which caps the graphics clock. Needs root; the original state is saved first.
     """
-    from greenml.optimize.gpu_clocks import open_clock_control
+    from greenml.agent.control import open_clocks
 
-    control = open_clock_control(gpus_to_act_on(gpus))
+    control = open_clocks(gpus_to_act_on(gpus), hold="job", why="greenml gpu lock-clocks")
     try:
         rows = control.clocks()
         targets = {g.key: g.nearest(mhz) for g in rows}
@@ -184,6 +206,33 @@ def lock_clocks(mhz: float, gpus: str | None, dry_run: bool, as_json: bool) -> N
     verb = "would lock" if dry_run else "locked"
     for g in rows:
         console.print(f"{g.key} {g.name}: {verb} at {targets[g.key]} MHz", highlight=False)
-    if not dry_run:
+    if not dry_run and getattr(control, "source", None):
+        console.print(_AGENT_HELD.format(source=getattr(control, "source", "")), highlight=False,
+                      markup=False)  # fmt: skip
+    elif not dry_run:
         console.print(f"originals saved in {control.state_file}; `greenml gpu restore` unlocks",
                       highlight=False, markup=False)  # fmt: skip
+
+
+def _restore_through_agent(socket: object, as_json: bool) -> None:
+    from greenml.agent.client import AgentClient
+
+    with AgentClient(str(socket)) as client:
+        result = client.request("restore", why="greenml gpu restore")
+    if as_json:
+        print(json_text({"agent": str(socket), **result}, indent=2))
+        return
+    console = render.console()
+    if not result["restored"]:
+        console.print(f"nothing to restore: the greenml agent at {socket} holds no change of "
+                      "yours", highlight=False, markup=False)  # fmt: skip
+    for u in result["restored"]:
+        unit = " W" if u["what"] == "power_limit" else " MHz"
+        console.print(f"{u['gpu']}: {u['what'].replace('_', ' ')} restored "
+                      f"{_shown(u['from'], unit)} → {_shown(u['to'], unit)} (greenml agent)",
+                      highlight=False, markup=False)  # fmt: skip
+
+
+def _shown(value: object, unit: str) -> str:
+    """A number with its unit (``990 MHz``), anything else as it is (``unlocked``)."""
+    return f"{value:g}{unit}" if isinstance(value, int | float) else str(value)

@@ -90,6 +90,8 @@ SETTINGS: tuple[Setting, ...] = (
             "team server that finished runs are sent to"),
     Setting("server.token", "server", "token", "GREENML_TOKEN", None,
             "team-server token (shown masked)"),
+    Setting("agent.socket", "agent", "socket", "GREENML_AGENT_SOCKET", "/run/greenml/agent.sock",
+            "the node agent's socket (greenml agent); off: never use it"),
 )  # fmt: skip
 SECRET = frozenset({"server.token"})
 """Settings whose value is never printed (``greenml config show`` masks them)."""

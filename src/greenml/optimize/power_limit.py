@@ -280,13 +280,26 @@ def _profile_dict(p: LimitProfile) -> dict[str, float]:
 
 
 def open_power_control(
-    gpus: Sequence[int] | None, *, nvml: Any | None = None, state_file: str | Path | None = None
-) -> GpuControl | AmdGpuControl:
+    gpus: Sequence[int] | None, *, nvml: Any | None = None, state_file: str | Path | None = None,
+    hold: str = "connection", why: str = "power-limit optimizer",
+) -> GpuControl | AmdGpuControl:  # fmt: skip
     """NVIDIA GPUs' power limits through NVML, else AMD GPUs' power caps through AMD SMI.
+
+    A user who is not root, on a node with a greenml agent, goes through the agent
+    (its job's GPUs; ``hold`` says until when the agent keeps a change: ``connection``
+    or ``job``; ``why`` goes into its audit log).
 
     Raises:
         SensorUnavailable: Neither library can open the GPUs (NVML's reason).
+        PowerLimitPermissionError: The agent refused this user.
     """
+    if nvml is None and state_file is None:
+        from greenml.agent.client import use_agent_for_control
+
+        if use_agent_for_control() is not None:
+            from greenml.agent.control import AgentGpuControl
+
+            return AgentGpuControl(gpus, hold=hold, why=why)  # type: ignore[return-value]
     try:
         return GpuControl(gpus, nvml=nvml, state_file=state_file)
     except SensorUnavailable as nvml_error:

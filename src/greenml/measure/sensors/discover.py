@@ -8,6 +8,9 @@
 - CPUs: powercap RAPL (Intel, or AMD labelled as such), else the ``amd_energy``
   hwmon driver, else the CPU model; DRAM from RAPL where it has a DRAM domain,
   else the DRAM model.
+- When this process cannot read the counters itself (RAPL is root-only since
+  Linux 5.10; no GPU library in a container) and a node agent (``greenml
+  agent``) is there, its counters, each device's note saying ``via greenml agent``.
 
 Testing hooks: ``GREENML_SYS_ROOT`` moves every sysfs/procfs path under another
 root (a fake tree); ``GREENML_FAKE_AMDSMI`` and ``GREENML_FAKE_APPLE`` name a
@@ -180,8 +183,31 @@ def _cpu_counters(root: Path, rapl_root: str | Path | None, notes: list[str]) ->
         else:
             notes.append(f"{rapl_note}; the amd_energy hwmon driver is used")
             return sensor
-    notes.append(rapl_note)
-    return None
+    agent = via_agent(("cpu", "dram"), None, rapl_note, notes)
+    if agent is None:
+        notes.append(rapl_note)
+    return agent
+
+
+def via_agent(
+    components: tuple[str, ...], gpus: Sequence[int] | None, why: str, notes: list[str]
+) -> Sensor | None:
+    """The node agent's counters when this process cannot read them and an agent is there.
+
+    ``why`` (the reason the direct read failed) goes into ``notes`` with what the agent
+    did; with no agent at all nothing is added, and the caller says ``why`` itself.
+    """
+    from greenml.agent.sensor import agent_sensor
+
+    try:
+        sensor = agent_sensor(components, gpus)
+    except SensorUnavailable as exc:
+        notes.append(f"{why}; greenml agent not used: {exc}")
+        return None
+    if sensor is not None:
+        first = why.split(". ")[0].removeprefix("RAPL not used: ")
+        notes.append(f"{first}: read via the greenml agent at {sensor.path} instead")
+    return sensor
 
 
 def discover_gpu_sensors(gpus: Sequence[int] | None) -> tuple[list[Sensor], list[str]]:
@@ -203,6 +229,10 @@ def discover_gpu_sensors(gpus: Sequence[int] | None) -> tuple[list[Sensor], list
     try:
         return [AmdGpuSensor(indices=gpus, amdsmi=amd)], []
     except SensorUnavailable as exc:
+        agent_notes: list[str] = []
+        agent = via_agent(("gpu",), gpus, f"{nvml_error}; {exc}", agent_notes)
+        if agent is not None:
+            return [agent], agent_notes
         if gpus:  # the user asked for these GPUs: not having them is an error
             raise SensorUnavailable(f"{nvml_error}; {exc}") from exc
         return [], [f"no GPU measured: {nvml_error}; {exc}"]

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from greenml.errors import ConfigError
 from greenml.optimize.ddp import local_rank, process_group
@@ -116,8 +116,8 @@ class StragglerPowerController:
             if sync_every < 1 or settle_steps < 0:
                 raise ConfigError("sync_every must be >= 1 and settle_steps >= 0")
             curve = _own_curve(curves, self.rank, self.world)
-            self._control = control or GpuControl(
-                [local_rank() if gpu is None else gpu], nvml=nvml, state_file=state_file
+            self._control = control or open_gpu_control(
+                [local_rank() if gpu is None else gpu], nvml, state_file
             )
             self._key = _one_key(self._control, gpu)
             _check_range(self._control, self._key, curve)
@@ -296,6 +296,21 @@ def _own_curve(curves: CurveInput, rank: int, world: int) -> PowerCurve:
     if len(curve.limits_w) < 2:
         raise ConfigError("a power curve with one limit leaves nothing to plan")
     return curve
+
+
+def open_gpu_control(
+    gpus: list[int], nvml: Any | None, state_file: str | Path | None
+) -> GpuControl:
+    """The rank's GPU through NVML; through the node agent for a user who is not root,
+    on a node where a greenml agent runs (same interface, the job's GPUs)."""
+    if nvml is None and state_file is None:
+        from greenml.agent.client import use_agent_for_control
+
+        if use_agent_for_control() is not None:
+            from greenml.agent.control import AgentGpuControl
+
+            return cast(GpuControl, AgentGpuControl(gpus, why="straggler controller"))
+    return GpuControl(gpus, nvml=nvml, state_file=state_file)
 
 
 def _one_key(control: GpuControl, gpu: int | None) -> str:
