@@ -46,6 +46,7 @@ COMMANDS = {
     "server": "greenml.cli.server:server",
     "push": "greenml.cli.push:push",
     "llm": "greenml.cli.llm:llm",
+    "savings": "greenml.cli.savings:savings",
 }
 
 # commands that do not first send runs waiting for the team server: `run` must not delay the

@@ -348,7 +348,7 @@ class Run:
             verdict = self.budget_verdict
             passed = {} if verdict is None else verdict.to_dict(time.time())
             budget = {**self.budget.to_dict(), "passed": verdict is not None, **passed}
-        extra = finish_blocks(self._accounting, m, timelines, self._tracker, self.tags, budget)
+        extra = finish_blocks(self._accounting, m, timelines, self._tracker, self.tags, budget, name=self.name)  # noqa: E501
         self.accounting_blocks = {
             k: v for k, v in extra.items() if k not in ("progress", "flops", "budget")
         }

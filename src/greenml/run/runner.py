@@ -225,7 +225,7 @@ def _measure(
     timelines = {d.key: meter.timeline(d.key) for d in meter.devices} if accounting.active else {}
     meter.close()
     blocks = finish_blocks(accounting, measurement, timelines, tracker, options.tags,
-                           budget.block)  # fmt: skip
+                           budget.block, name=options.name)  # fmt: skip
     status = run_status(code, [*child.interrupted_by, *budget.signals])
     extra = {**options.extra(), **blocks} if options.extra is not None else blocks
     # a run for a team server is stored and sent before greenml returns, however short

@@ -1,0 +1,98 @@
+"""The savings plan and the verified savings as a report (Markdown, HTML, JSON) and rows.
+
+One set of rows serves the terminal table and the report's table, formatted through
+:mod:`greenml.quantities`. Verified savings (ledgered) are summed; expected ones are
+listed apart and never added to the verified total.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+import greenml.quantities as q
+from greenml.report.model import Report, Section, Table
+from greenml.savings.plan import SavingsPlan
+
+COLUMNS = ["#", "item", "change", "kWh/yr", "CO2eq/yr", "$/yr", "±", "effort", "risk", "greenml"]
+
+
+def _usd(value: float | None, rel: float) -> str:
+    return "?" if value is None else q.money(value, uncertainty_rel=rel)
+
+
+def rows(plan: SavingsPlan) -> list[list[str]]:
+    """One row per ranked item: its marginal yearly saving (after the items above it)."""
+    out = []
+    for i in plan.items:
+        c = i.candidate
+        out.append([
+            str(i.rank), i.id, c.title,
+            q.kwh(i.marginal_energy_j, uncertainty_rel=c.uncertainty_rel),
+            q.co2(i.marginal_co2_g, uncertainty_rel=c.uncertainty_rel),
+            _usd(i.marginal_usd, c.uncertainty_rel), q.pm(c.uncertainty_rel),
+            c.effort, c.risk, {"policy": "apply: policy", "artifact": "apply: files",
+                               "advice": "advice"}[c.action],
+        ])  # fmt: skip
+    return out
+
+
+def totals_line(plan: SavingsPlan) -> str:
+    t = plan.total
+    rel = t.co2_uncertainty_g / t.co2_g if t.co2_g > 0 else None
+    money = "" if t.usd is None else f", {q.money(t.usd)}"
+    return (f"All items together: {q.kwh(t.energy_j)}, {q.co2(t.co2_g, uncertainty_rel=rel)}"
+            f"{money} per year (applied in rank order, each on what the items above leave: "
+            "no joule counted twice)")  # fmt: skip
+
+
+def _ids(runs: tuple[str, ...], limit: int = 6) -> str:
+    more = " …" if len(runs) > limit else ""
+    return ", ".join(r[:8] for r in runs[:limit]) + more
+
+
+def plan_document(
+    plan: SavingsPlan, verified: Mapping[str, Mapping[str, Any]] | None = None
+) -> Report:
+    """The plan and the verified savings as a report (kind ``savings-plan``)."""
+    y = plan.year
+    head = Section("Footprint in scope", [
+        f"{len(y.runs)} completed run(s) over {q.duration(y.period_s)} ({plan.scope}), "
+        f"scaled to a year (× {y.per_year:.3g}): {q.kwh(y.energy_j)} IT energy "
+        f"({q.kwh(y.gpu_j)} on GPUs), {q.co2(y.co2_g)}"
+        + ("" if y.usd is None else f", {q.money(y.usd)}") + ".",
+    ])  # fmt: skip
+    ranked = Section(
+        "Expected savings, ranked (not yet verified)",
+        [totals_line(plan)],
+        [Table(COLUMNS, rows(plan), note="each figure: the item's marginal saving per year; "
+               "methods and evidence below")],
+    )  # fmt: skip
+    detail = Section("Evidence and method", [
+        f"{i.id}: {i.candidate.method}. Evidence: runs {_ids(i.candidate.evidence_runs)}; "
+        f"findings {', '.join(i.candidate.findings)}." for i in plan.items
+    ] or ["No candidate change found."])  # fmt: skip
+    sections = [head, ranked, detail, verified_section(verified or {})]
+    data = {**plan.to_dict(), "verified": list((verified or {}).values())}
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return Report("savings-plan", "Savings plan", sections, data, list(y.runs), now)
+
+
+def verified_section(verified: Mapping[str, Mapping[str, Any]]) -> Section:
+    """The verified savings (ledgered), each with its figure and runs."""
+    if not verified:
+        return Section("Verified savings", ["None yet: greenml savings verify proves an "
+                                            "applied change once enough runs exist."])
+    table_rows = []
+    for d in verified.values():
+        rel, unc = float(d.get("saving_rel") or 0.0), float(d.get("uncertainty_rel") or 0.0)
+        table_rows.append([
+            str(d.get("item")), str(d.get("metric")), q.percent_pm(rel, unc),
+            f"{len(d.get('before_runs') or [])} → {len(d.get('after_runs') or [])}",
+            str(d.get("verified_at")),
+        ])  # fmt: skip
+    return Section("Verified savings", ["Measured before against after by the CI gate's rule; "
+                                        "each is an entry of kind saving in the ledger."],
+                   [Table(["item", "metric", "saving per unit of work", "runs before → after",
+                           "verified at"], table_rows)])  # fmt: skip
