@@ -148,7 +148,7 @@ def _print_table(result: Any) -> None:
 
     table = Table(title=f"Savings plan: {result.scope}", title_justify="left")
     for column in COLUMNS:
-        table.add_column(column, overflow="fold")
+        table.add_column(column, overflow="fold", no_wrap=column in ("item", "kWh/yr"))
     for row in rows(result):
         table.add_row(*(render.safe(c) for c in row))
     console = render.console()

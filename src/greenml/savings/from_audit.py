@@ -67,6 +67,9 @@ def _candidate(
     if at_stake is None or totals[base] <= 0:
         return None
     share = min(1.0, at_stake / totals[base])
+    bound = "upper bound" in item.evidence
+    if bound:  # somewhere between nothing and the bound: half of it, ± all of that
+        share /= 2.0
     energy = {"gpu": year.gpu_j, "energy": year.energy_j}.get(base, 0.0) * share
     co2 = energy * year.g_per_j if base != "carbon" else year.co2_g * share
     if base == "cost":
@@ -78,6 +81,8 @@ def _candidate(
         money = energy * year.usd_per_j
     rel = item.uncertainty_rel if item.uncertainty_rel is not None else 0.5
     how = "" if item.uncertainty_rel is not None else " (no stated uncertainty: ±50 % assumed)"
+    if bound:
+        rel, how = 1.0, " (the audit gives an upper bound: half of it, ±100 %)"
     return Candidate(
         key=key, title=item.title, base=base, share=share, energy_j=energy, co2_g=co2,
         usd=money, uncertainty_rel=rel,
