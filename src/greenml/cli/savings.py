@@ -73,12 +73,20 @@ def _select(records: list[dict[str, Any]], since: float | None) -> list[dict[str
               help="The period the runs stand for (default: their own span, at least a day).")
 @click.option("--deadline", default="12h", show_default=True, metavar="DURATION",
               help="How much later a job may start for greener hours.")
+@click.option("--instance-prices", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE", help="Your instance price table (CSV) or a provider's export "
+              "(AWS spot price history JSON), searched before the packaged prices.")
+@click.option("--price-escalation", default="0%", show_default=True, metavar="PERCENT",
+              help="Yearly change of prices, for the money over --years years (e.g. 3%).")
+@click.option("--years", type=click.IntRange(1, 30), default=3, show_default=True,
+              help="Years the money over several years covers.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "md", "html"]),
               default="table", show_default=True)  # fmt: skip
 @output_option()
 def plan(
     db_url: str | None, server_url: str | None, project: str | None, tags: tuple[str, ...],
-    since: str | None, limit: int, period_days: float | None, deadline: str, fmt: str,
+    since: str | None, limit: int, period_days: float | None, deadline: str,
+    instance_prices: Path | None, price_escalation: str, years: int, fmt: str,
     output: Path | None,
 ) -> None:  # fmt: skip
     """Rank the changes that would save most per year: kWh, CO2eq, $, with evidence."""
@@ -91,6 +99,13 @@ def plan(
     deadline_s = parse_duration_s(deadline, "--deadline")
     period_s = None if period_days is None else period_days * 86400.0
     when = _since(since)
+    money: dict[str, Any] = {"instance_prices": instance_prices,
+                             "escalation": _rate(price_escalation),
+             "years": years}  # fmt: skip
+    if instance_prices is not None:
+        from greenml.accounting.instances import load_table
+
+        load_table(instance_prices)  # a bad table is one line before anything is read
     server = read_server(db_url, server_url)
     if server is not None:
         from greenml.jobs.remote import server_run, server_runs
@@ -98,7 +113,7 @@ def plan(
         rows = server_runs(server, limit, None, wanted)
         records = _select([server_run(server, r["id"])["record"] for r in rows], when)
         result = plan_savings(records, lambda _id: [], scope=_scope(project, wanted, server.url),
-                              period_s=period_s, deadline_s=deadline_s)  # fmt: skip
+                              period_s=period_s, deadline_s=deadline_s, **money)  # fmt: skip
         verified: dict[str, Any] = {}
     else:
         from greenml.cli.runs import open_ingested
@@ -117,6 +132,7 @@ def plan(
             result = plan_savings(
                 records, store.samples, verdicts=gate_verdicts(runs) if runs else [],
                 scope=_scope(project, wanted, None), period_s=period_s, deadline_s=deadline_s,
+                **money,
             )  # fmt: skip
             state.save_plan(store, result.to_dict())
             verified = state.verified(store)
@@ -132,6 +148,15 @@ def plan(
     from greenml.cli.audit import render_document
 
     render.write_output(render_document(plan_document(result, verified), fmt), output)
+
+
+def _rate(text: str) -> float:
+    from greenml.accounting.escalation import check_rate
+    from greenml.cli.options import parse_share
+
+    raw = text.strip()
+    value = parse_share(raw.lstrip("-+"), "--price-escalation")
+    return check_rate(-value if raw.startswith("-") else value)
 
 
 def _scope(project: str | None, tags: dict[str, str], server: str | None) -> str:

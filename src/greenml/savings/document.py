@@ -42,9 +42,13 @@ def totals_line(plan: SavingsPlan) -> str:
     t = plan.total
     rel = t.co2_uncertainty_g / t.co2_g if t.co2_g > 0 else None
     money = "" if t.usd is None else f", {q.money(t.usd)}"
+    over = plan.over_years(t.usd)
+    later = "" if over is None else (
+        f"; {q.money(over)} over {plan.years} years at prices changing "
+        f"{plan.escalation * 100:+g} %/year")  # fmt: skip
     return (f"All items together: {q.kwh(t.energy_j)}, {q.co2(t.co2_g, uncertainty_rel=rel)}"
             f"{money} per year (applied in rank order, each on what the items above leave: "
-            "no joule counted twice)")  # fmt: skip
+            f"no joule counted twice){later}")  # fmt: skip
 
 
 def _ids(runs: tuple[str, ...], limit: int = 6) -> str:

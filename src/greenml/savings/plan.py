@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from greenml.savings.candidate import Candidate, merge
@@ -55,13 +56,26 @@ class SavingsPlan:
     total: Combined
     made_at: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    escalation: float = 0.0  # the money's yearly change, for figures over several years
+    years: int = 3
 
     def item(self, item_id: str) -> Item | None:
         return next((i for i in self.items if i.id == item_id), None)
 
+    def over_years(self, usd: float | None) -> float | None:
+        """A yearly $ saving over :attr:`years` years, prices changing by :attr:`escalation`."""
+        from greenml.accounting.escalation import over_years
+
+        return None if usd is None else over_years(usd, self.escalation, self.years)
+
     def to_dict(self) -> dict[str, Any]:
+        items = []
+        for i in self.items:
+            items.append({**i.to_dict(), "usd_over_years": self.over_years(i.marginal_usd)})
         return {
             "scope": self.scope,
+            "price_escalation_per_year": self.escalation,
+            "years": self.years,
             "made_at": self.made_at,
             "footprint": self.year.to_dict(),
             "combined": {
@@ -70,8 +84,9 @@ class SavingsPlan:
                 "co2_kg_per_year": self.total.co2_g / 1000.0,
                 "co2_kg_uncertainty": self.total.co2_uncertainty_g / 1000.0,
                 "usd_per_year": self.total.usd,
+                "usd_over_years": self.over_years(self.total.usd),
             },
-            "items": [i.to_dict() for i in self.items],
+            "items": items,
             "notes": list(self.notes),
         }
 
@@ -90,6 +105,9 @@ def plan_savings(
     scope: str = "the runs given",
     period_s: float | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
+    instance_prices: Path | None = None,
+    escalation: float = 0.0,
+    years: int = 3,
 ) -> SavingsPlan:
     """Rank every advisor's candidate changes over ``records`` by CO2eq saved per year.
 
@@ -101,23 +119,26 @@ def plan_savings(
         scope: What the runs are, in words.
         period_s: The period the runs stand for (default: their own span, ≥ 1 day).
         deadline_s: How much later a job may start for green hours.
+        instance_prices: A user price table or provider export, searched first.
+        escalation: The yearly change of prices, for money over ``years`` years.
+        years: The horizon of the money over several years.
     """
     from greenml.advise.audit import audit
     from greenml.savings.from_audit import from_audit
     from greenml.savings.hours import from_hours
     from greenml.savings.power import from_power_settings
+    from greenml.savings.spot import from_spot
 
     year = footprint(records, period_s)
     done = [dict(r) for r in records if r.get("status") == "completed"]
     notes = []
     if not done:
         notes.append("no completed run in scope: nothing to plan")
-    found = [
-        *from_audit(audit(done, samples, verdicts, scope), done, year),
-        *from_power_settings(done, year),
-        *from_hours(done, year, deadline_s),
-        *extra,
-    ]
+    spot = from_spot(done, year, instance_prices)  # re-prices the audit's spot item
+    audited = [c for c in from_audit(audit(done, samples, verdicts, scope), done, year)
+               if c.key not in {s.key for s in spot}]  # fmt: skip
+    found = [*audited, *from_power_settings(done, year), *from_hours(done, year, deadline_s),
+             *spot, *extra]
     ranked = sorted(merge(found), key=lambda c: (-c.co2_g, -c.energy_j, -(c.usd or 0.0)))
     total = combine(ranked, year)
     items = tuple(
@@ -125,4 +146,4 @@ def plan_savings(
         for n, (c, m) in enumerate(zip(ranked, total.marginals, strict=True), start=1)
     )
     made = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    return SavingsPlan(scope, year, items, total, made, tuple(notes))
+    return SavingsPlan(scope, year, items, total, made, tuple(notes), escalation, years)
