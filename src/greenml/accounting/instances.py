@@ -180,11 +180,19 @@ def _packaged() -> list[InstancePrice]:
     return _PACKAGED_ROWS
 
 
+def _aws_on_demand(instance_type: str) -> tuple[float | None, str, str] | None:
+    """The packaged on-demand price, source and date of an AWS instance type."""
+    for row in _packaged():
+        if row.provider == "aws" and _key(row.instance_type) == _key(instance_type):
+            return row.on_demand_usd_per_h, row.source, row.date
+    return None
+
+
 def _load(path: Path, label: str) -> list[InstancePrice]:
     if path.suffix.lower() == ".json":
         from greenml.accounting.price_export import load_export
 
-        return load_export(path, _packaged)
+        return [InstancePrice(**fields) for fields in load_export(path, _aws_on_demand)]
     rows: list[InstancePrice] = []
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:

@@ -23,12 +23,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from greenml.errors import ConfigError
 
-if TYPE_CHECKING:
-    from greenml.accounting.instances import InstancePrice
+OnDemand = Callable[[str], "tuple[float | None, str, str] | None"]
 
 _ZONE = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")
 
@@ -74,33 +73,33 @@ def parse_export(data: Any, label: str) -> list[tuple[str, str, float, int, str,
     return out
 
 
-def load_export(path: Path, packaged: Callable[[], list[InstancePrice]]) -> list[InstancePrice]:
-    """The export at ``path`` as table rows (on-demand prices from ``packaged()``).
+def load_export(path: Path, on_demand: OnDemand) -> list[dict[str, Any]]:
+    """The export at ``path`` as the fields of table rows (``InstancePrice`` keywords).
+
+    ``on_demand(instance_type)`` gives the packaged on-demand price, source and date of
+    a type (``None``: not listed).
 
     Raises:
         ConfigError: Unreadable, not JSON, or not a spot price history.
     """
-    from greenml.accounting.instances import InstancePrice
-
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read price export {path}: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ConfigError(f"price export {path} is not JSON: {exc}") from None
-    known = {r.instance_type.lower(): r for r in packaged() if r.provider == "aws"}
     rows = []
     for kind, region, mean, count, zones, first, last in parse_export(data, str(path)):
-        listed = known.get(kind.lower())
-        rows.append(InstancePrice(
-            provider="aws", instance_type=kind, region=region,
-            on_demand_usd_per_h=listed.on_demand_usd_per_h if listed else None,
-            spot_usd_per_h=mean,
-            source=f"{listed.source} ({listed.date}, packaged)" if listed else "",
-            date=listed.date if listed else "",
-            table=str(path),
-            spot_source=(f"mean of {count} AWS spot price(s) in {path.name} "
-                         f"(describe-spot-price-history; zones {zones})"),
-            spot_date=first if first == last else f"{first}/{last}",
-        ))  # fmt: skip
+        listed = on_demand(kind)
+        rows.append({
+            "provider": "aws", "instance_type": kind, "region": region,
+            "on_demand_usd_per_h": listed[0] if listed else None,
+            "spot_usd_per_h": mean,
+            "source": f"{listed[1]} ({listed[2]}, packaged)" if listed else "",
+            "date": listed[2] if listed else "",
+            "table": str(path),
+            "spot_source": (f"mean of {count} AWS spot price(s) in {path.name} "
+                            f"(describe-spot-price-history; zones {zones})"),
+            "spot_date": first if first == last else f"{first}/{last}",
+        })  # fmt: skip
     return rows
