@@ -83,6 +83,7 @@ class PolicyBlock(Block):
     items: list[str] = field(default_factory=list)
     source: str | None = None
     reason: str | None = None
+    note: str | None = None
     power_limit_w: float | None = None
     gpu_clocks_mhz: float | None = None
     batch_size: int | None = None

@@ -106,4 +106,10 @@ def policy_block(
     from greenml.config.settings import config_path
 
     block["source"] = str(path or config_path())
+    block["note"] = NOTE
     return block
+
+
+NOTE = ("recorded with the run: the run states the policy it ran under; the GPU settings are "
+        "set by greenml gpu set-limit / lock-clocks, the start by greenml run --when green")
+"""What the block says of who carries the settings out (this greenml records them)."""
