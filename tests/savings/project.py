@@ -1,10 +1,14 @@
 """A project of stored runs with planted waste, built through the store's own API.
 
-- ``train`` on an A100 at the default 400 W limit, 4 runs, and 3 runs at 250 W that use
-  18 % less energy per sample (a power limit that saves, within 10 % of the time);
+- ``train`` on an A100 at the default 400 W limit (about 330 W drawn), 4 runs, and 3 runs
+  at 250 W (about 245 W drawn, 5 % slower) that use about 22 % less energy per sample (a
+  power limit that saves, within 10 % of the time);
 - every ``train`` run starts at 06:00 UTC in US-CAL-CISO, the zone's dirty hours (a
   dirty-hour schedule: 17:00–22:00 UTC is about 37 % cleaner on its typical day);
-- ``serve`` holds an A100 that is idle 80 % of its samples (an idle GPU).
+- ``serve`` holds an A100 that is idle 80 % of its samples (60 W idle, 300 W busy: an idle GPU).
+
+Every run's GPU energy is its samples' mean power × its duration, so the diagnosis (from
+the samples) and the audit (from the record) see the same run.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ def energy_block(gpu_j: float, cpu_j: float, rel: float = 0.02) -> dict[str, Any
 
 
 def add_run(
-    store: Store, *, name: str, start: datetime, duration_s: float, gpu_j: float,
+    store: Store, *, name: str, start: datetime, duration_s: float, power_w: list[float],
     limit_w: float, samples: int, utilization: list[float], work: float | None = None,
     intensity: float = INTENSITY, policy: dict[str, Any] | None = None,
     extra_tags: dict[str, str] | None = None,
@@ -45,10 +49,11 @@ def add_run(
     run_id = store.create_run(name=name, command=["python", f"{name}.py"], tags=tags,
                               started_at=t0, pid=1, hostname="node1")  # fmt: skip
     store.add_samples(run_id, [
-        Sample("gpu0", "gpu", t0 + k * duration_s / samples, 300.0,
+        Sample("gpu0", "gpu", t0 + k * duration_s / (samples - 1), power_w[k % len(power_w)],
                {"utilization": utilization[k % len(utilization)]})
         for k in range(samples)
     ])  # fmt: skip
+    gpu_j = sum(power_w[k % len(power_w)] for k in range(samples)) / samples * duration_s
     store.set_environment(run_id, {"gpu": {"gpus": [
         {"index": 0, "name": "NVIDIA A100", "power_limit_w": limit_w}]}})  # fmt: skip
     energy = energy_block(gpu_j, 0.1 * gpu_j)
@@ -68,23 +73,24 @@ def add_run(
 
 BUSY = [0.95, 0.9, 0.97, 0.92]
 IDLE = [0.02, 0.03, 0.01, 0.02, 0.9]  # idle 4 samples in 5
+IDLE_W = [60.0, 60.0, 60.0, 60.0, 300.0]
 
 
 def plant(store: Store) -> dict[str, list[str]]:
     """The planted project; its run ids by group."""
     ids: dict[str, list[str]] = {"default": [], "capped": [], "serve": []}
-    gpu = [10.0e6, 10.2e6, 9.9e6, 10.1e6]
-    for day, j in enumerate(gpu):
+    for day, (watts, ci) in enumerate([(330.0, 306.0), (336.0, 311.0), (327.0, 304.0),
+                                       (333.0, 309.0)]):  # fmt: skip
         ids["default"].append(add_run(store, name="train", start=DAY0 + timedelta(days=day),
-                                      duration_s=7200, gpu_j=j, limit_w=400, samples=40,
-                                      utilization=BUSY, work=1e6))  # fmt: skip
-    for day, j in enumerate([8.2e6, 8.3e6, 8.1e6]):
+                                      duration_s=7200, power_w=[watts], limit_w=400, samples=40,
+                                      utilization=BUSY, work=1e6, intensity=ci))  # fmt: skip
+    for day, (watts, ci) in enumerate([(245.0, 312.0), (247.0, 305.0), (243.0, 308.0)]):
         ids["capped"].append(add_run(store, name="train", start=DAY0 + timedelta(days=4 + day),
-                                     duration_s=7600, gpu_j=j, limit_w=250, samples=40,
-                                     utilization=BUSY, work=1e6))  # fmt: skip
+                                     duration_s=7560, power_w=[watts], limit_w=250, samples=40,
+                                     utilization=BUSY, work=1e6, intensity=ci))  # fmt: skip
     for day in range(3):
         ids["serve"].append(add_run(store, name="serve",
                                     start=DAY0 + timedelta(days=day, hours=12),
-                                    duration_s=36000, gpu_j=4.0e6, limit_w=400, samples=50,
+                                    duration_s=36000, power_w=IDLE_W, limit_w=400, samples=50,
                                     utilization=IDLE, intensity=250.0))  # fmt: skip
     return ids

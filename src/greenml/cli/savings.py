@@ -115,8 +115,10 @@ def plan(
         result = plan_savings(records, lambda _id: [], scope=_scope(project, wanted, server.url),
                               period_s=period_s, deadline_s=deadline_s, **money)  # fmt: skip
         verified: dict[str, Any] = {}
+        failed: dict[str, Any] = {}
     else:
         from greenml.cli.runs import open_ingested
+        from greenml.diagnose import diagnose_run
         from greenml.report.audit import gate_verdicts
         from greenml.report.runset import RunSet
         from greenml.savings import state
@@ -132,22 +134,25 @@ def plan(
             result = plan_savings(
                 records, store.samples, verdicts=gate_verdicts(runs) if runs else [],
                 scope=_scope(project, wanted, None), period_s=period_s, deadline_s=deadline_s,
-                **money,
+                diagnose=lambda run_id: diagnose_run(store, run_id), **money,
             )  # fmt: skip
             state.save_plan(store, result.to_dict())
             verified = state.verified(store)
+            failed = {k: v for k, v in state.applied(store).items()
+                      if (v.get("last_verify") or {}).get("status") == "not-saved"}
     if fmt == "table":
         _print_table(result)
         return
     if fmt == "json":
         from greenml.store.export import json_text
 
-        data = {**result.to_dict(), "verified": list(verified.values())}
+        data = plan_document(result, verified, failed).data
         render.write_output(json_text(data, ensure_ascii=False), output)
         return
     from greenml.cli.audit import render_document
 
-    render.write_output(render_document(plan_document(result, verified), fmt), output)
+    document = plan_document(result, verified, failed)
+    render.write_output(render_document(document, fmt), output)
 
 
 def _rate(text: str) -> float:
@@ -270,14 +275,16 @@ def _outcome_line(o: Any) -> str:
     import greenml.quantities as q
 
     runs = f"{len(o.before)} run(s) before, {len(o.after)} after"
+    what = "CO2eq per kWh" if o.metric == "carbon" else "energy per unit of work"
     if o.status == "waiting":
         return (f"{o.item_id}: waiting: {runs}; {o.needed} after needed (the gate's power "
-                "calculation for the saving the plan expected)")  # fmt: skip
+                "calculation for the saving the plan expected); runs under a policy count "
+                f"themselves, others: --tag savings={o.item_id}")  # fmt: skip
     if o.status == "no-baseline":
         return f"{o.item_id}: no run before the change in the store: nothing to compare"
     figure = q.percent_pm(o.saving_rel, o.uncertainty_rel)
     if o.status == "verified":
         where = f"; ledger seq {o.ledger_seq}" if o.ledger_seq else ""
-        return f"{o.item_id}: VERIFIED {o.metric} per unit of work −({figure}) ({runs}){where}"
-    return (f"{o.item_id}: NOT SAVED: {o.metric} per unit of work saved {figure}, not beyond "
-            f"its uncertainty ({runs}); undo it: greenml savings undo {o.item_id}")
+        return f"{o.item_id}: VERIFIED {what} −({figure}) ({runs}){where}"
+    return (f"{o.item_id}: NOT SAVED: {what} saved {figure}, not beyond its uncertainty "
+            f"({runs}); undo it: greenml savings undo {o.item_id}")

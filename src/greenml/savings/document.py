@@ -13,6 +13,8 @@ from typing import Any
 
 import greenml.quantities as q
 from greenml.report.model import Report, Section, Table
+from greenml.savings.candidate import BASES, Base, Candidate
+from greenml.savings.combine import Combined, combine
 from greenml.savings.plan import SavingsPlan
 
 COLUMNS = ["#", "item", "change", "kWh/yr", "CO2eq/yr", "$/yr", "±", "effort", "risk", "greenml"]
@@ -57,7 +59,9 @@ def _ids(runs: tuple[str, ...], limit: int = 6) -> str:
 
 
 def plan_document(
-    plan: SavingsPlan, verified: Mapping[str, Mapping[str, Any]] | None = None
+    plan: SavingsPlan,
+    verified: Mapping[str, Mapping[str, Any]] | None = None,
+    failed: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Report:
     """The plan and the verified savings as a report (kind ``savings-plan``)."""
     y = plan.year
@@ -77,26 +81,69 @@ def plan_document(
         f"{i.id}: {i.candidate.method}. Evidence: runs {_ids(i.candidate.evidence_runs)}; "
         f"findings {', '.join(i.candidate.findings)}." for i in plan.items
     ] or ["No candidate change found."])  # fmt: skip
-    sections = [head, ranked, detail, verified_section(verified or {})]
-    data = {**plan.to_dict(), "verified": list((verified or {}).values())}
+    sections = [head, verified_section(plan, verified or {}, failed or {}), ranked, detail]
+    data = {**plan.to_dict(), "verified": list((verified or {}).values()),
+            "verified_total": _total_dict(plan, verified or {}),
+            "not_saved": sorted(failed or {})}  # fmt: skip
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return Report("savings-plan", "Savings plan", sections, data, list(y.runs), now)
 
 
-def verified_section(verified: Mapping[str, Mapping[str, Any]]) -> Section:
-    """The verified savings (ledgered), each with its figure and runs."""
+def verified_total(plan: SavingsPlan, verified: Mapping[str, Mapping[str, Any]]) -> Combined:
+    """The verified savings per year, combined as the plan combines expected ones."""
+    ranked = []
+    for d in verified.values():
+        base: Base = next((b for b in BASES if b == d.get("base")), "energy")
+        ranked.append(Candidate(
+            str(d.get("item")), str(d.get("title")), base, float(d.get("share_verified") or 0.0),
+            0.0, 0.0, None, float(d.get("uncertainty_rel") or 0.0), "verified", (), (), "", "",
+            "advice"))  # fmt: skip
+    ranked.sort(key=lambda c: BASES.index(c.base))  # energy first, then the intensity left
+    return combine(ranked, plan.year)
+
+
+def _total_dict(plan: SavingsPlan, verified: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    t = verified_total(plan, verified)
+    return {"kwh_per_year": t.energy_j / 3.6e6, "co2_kg_per_year": t.co2_g / 1000.0,
+            "usd_per_year": t.usd}  # fmt: skip
+
+
+def verified_section(
+    plan: SavingsPlan,
+    verified: Mapping[str, Mapping[str, Any]],
+    failed: Mapping[str, Mapping[str, Any]],
+) -> Section:
+    """The verified savings (ledgered) summed, and the changes that did not save."""
+    paragraphs = [f"{item_id}: did NOT save ({_last(v)}): undo it with greenml savings undo "
+                  f"{item_id}" for item_id, v in failed.items()]  # fmt: skip
     if not verified:
         return Section("Verified savings", ["None yet: greenml savings verify proves an "
-                                            "applied change once enough runs exist."])
+                                            "applied change once enough runs exist.",
+                                            *paragraphs])  # fmt: skip
+    t = verified_total(plan, verified)
+    money = "" if t.usd is None else f", {q.money(t.usd)}"
+    paragraphs.insert(0, (
+        f"Verified, all together: {q.kwh(t.energy_j)}, {q.co2(t.co2_g)}{money} per year: each "
+        "measured before against after by the CI gate's rule, scaled to the plan's yearly "
+        "footprint, combined without double counting; each is an entry of kind saving in "
+        "the ledger. Expected savings below are not added to it."))  # fmt: skip
     table_rows = []
     for d in verified.values():
         rel, unc = float(d.get("saving_rel") or 0.0), float(d.get("uncertainty_rel") or 0.0)
+        per = "CO2eq per kWh" if d.get("metric") == "carbon" else "energy per unit of work"
         table_rows.append([
-            str(d.get("item")), str(d.get("metric")), q.percent_pm(rel, unc),
+            str(d.get("item")), per, q.percent_pm(rel, unc),
             f"{len(d.get('before_runs') or [])} → {len(d.get('after_runs') or [])}",
             str(d.get("verified_at")),
         ])  # fmt: skip
-    return Section("Verified savings", ["Measured before against after by the CI gate's rule; "
-                                        "each is an entry of kind saving in the ledger."],
-                   [Table(["item", "metric", "saving per unit of work", "runs before → after",
-                           "verified at"], table_rows)])  # fmt: skip
+    return Section("Verified savings", paragraphs,
+                   [Table(["item", "measured", "saving", "runs before → after", "verified at"],
+                          table_rows)])  # fmt: skip
+
+
+def _last(applied: Mapping[str, Any]) -> str:
+    last = applied.get("last_verify") or {}
+    rel, unc = last.get("saving_rel"), last.get("uncertainty_rel")
+    if rel is None or unc is None:
+        return "no figure"
+    return f"{q.percent_pm(float(rel), float(unc))}, within its uncertainty"

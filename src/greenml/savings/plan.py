@@ -108,6 +108,7 @@ def plan_savings(
     instance_prices: Path | None = None,
     escalation: float = 0.0,
     years: int = 3,
+    diagnose: Callable[[str], Any] | None = None,
 ) -> SavingsPlan:
     """Rank every advisor's candidate changes over ``records`` by CO2eq saved per year.
 
@@ -122,6 +123,7 @@ def plan_savings(
         instance_prices: A user price table or provider export, searched first.
         escalation: The yearly change of prices, for money over ``years`` years.
         years: The horizon of the money over several years.
+        diagnose: A run id → its :class:`~greenml.diagnose.Diagnosis` (with a store).
     """
     from greenml.advise.audit import audit
     from greenml.savings.from_audit import from_audit
@@ -139,6 +141,12 @@ def plan_savings(
                if c.key not in {s.key for s in spot}]  # fmt: skip
     found = [*audited, *from_power_settings(done, year), *from_hours(done, year, deadline_s),
              *spot, *extra]
+    if diagnose is not None:
+        from greenml.savings.from_diagnose import from_diagnose
+
+        diagnosed, skipped = from_diagnose(done, year, diagnose)
+        found += diagnosed
+        notes += skipped
     ranked = sorted(merge(found), key=lambda c: (-c.co2_g, -c.energy_j, -(c.usd or 0.0)))
     total = combine(ranked, year)
     items = tuple(

@@ -1,11 +1,17 @@
 """``verify``: did an applied change save what it promised? Before against after, by the gate.
 
 For each applied item, the runs **after** are those whose ``policy`` block lists the item
-(the runs greenml ran under it); the runs **before** are the plan's evidence runs that
-were not already at the new setting. Both sides go through the CI gate's comparison
-(:func:`greenml.report.gate.check` for energy; :mod:`greenml.report.compare` with the same
-rule for CO2eq when the change acts on carbon): the mean per unit of work, the larger of
+(the runs greenml ran under it), or, for a change outside greenml, the runs tagged
+``savings=ITEM``; the runs **before** are the plan's evidence runs of the same workload
+that were not already at the new setting. Both sides go through the CI gate's comparison
+(:func:`greenml.report.gate.check` for energy per unit of work; for a change that acts on
+carbon, :mod:`greenml.report.compare` with the same rule on CO2eq per kWh, so that an
+energy change made at the same time is not counted again): the mean, the larger of
 stated and run-to-run uncertainty, the same-setup rule.
+
+A verified saving's yearly figure is the plan's: its share of the footprint × the measured
+saving ÷ the saving the plan expected; the report combines verified shares as the plan
+combines expected ones (:mod:`greenml.savings.combine`).
 
 How many runs: the gate's power calculation (:func:`greenml.report.gate.runs_to_decide`,
 80 % power at one sigma) for the saving the plan expected, with the before side's spread.
@@ -50,7 +56,11 @@ class Outcome:
 
     def document(self, item: Mapping[str, Any], verified_at: str) -> dict[str, Any]:
         """What the ledger hashes and the store keeps of a verified saving."""
+        expected = expected_rel(item)
         return {
+            "base": item.get("base"),
+            "share_verified": float(item.get("share") or 0.0) * (self.saving_rel or 0.0)
+            / expected,
             "saving_id": f"{self.item_id}@{verified_at}",
             "item": self.item_id,
             "title": item.get("title"),
@@ -62,8 +72,9 @@ class Outcome:
             "uncertainty_rel": self.uncertainty_rel,
             "before_runs": list(self.before),
             "after_runs": list(self.after),
-            "expected": {k: item.get(k) for k in
-                         ("kwh_per_year", "co2_kg_per_year", "usd_per_year", "share")},
+            "expected": {**{k: item.get(k) for k in
+                            ("kwh_per_year", "co2_kg_per_year", "usd_per_year", "share")},
+                         "saving_rel": expected},
             "method": ("greenml.report.gate: mean per unit of work, uncertainty the larger of "
                        "stated and run-to-run, significant beyond its combined uncertainty"),
             "verified_at": verified_at,
@@ -71,13 +82,23 @@ class Outcome:
 
 
 def metric_of(item: Mapping[str, Any]) -> str:
+    """``carbon`` (CO2eq per kWh) for a change that acts on carbon, else ``energy``."""
     return "carbon" if item.get("base") == "carbon" else "energy"
+
+
+def per_kwh(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The record with its energy as its work: carbon per unit of work is then g per kWh."""
+    kwh = float((record.get("energy") or {}).get("total_j") or 0.0) / 3.6e6
+    return {**record, "tags": {"work": repr(kwh), "work_unit": "kwh"}}
 
 
 def runs_needed(before: Sequence[Mapping[str, Any]], expected_rel: float, metric: str) -> int:
     """The gate's power calculation for a saving of ``expected_rel`` (≥ 2 runs a side)."""
-    unit = common_unit({"baseline": before}, None)
-    base = group_estimate([run_figures(r, unit) for r in before], metric)  # type: ignore[arg-type]
+    if metric == "carbon":
+        base = group_estimate([run_figures(per_kwh(r), "kwh") for r in before], "carbon")
+    else:
+        unit = common_unit({"baseline": before}, None)
+        base = group_estimate([run_figures(r, unit) for r in before], "energy")
     if isinstance(base, str) or expected_rel <= 0:
         return 2
     mirrored = Change(1.0 - expected_rel, expected_rel, 0.0)
@@ -90,9 +111,9 @@ def _compare(
     if metric == "energy":
         verdict = check(before, after, 0.0)
         return verdict.baseline, verdict.candidate, verdict.change, verdict.unit
-    unit = common_unit({"baseline": before, "candidate": after}, None)
-    b = group_estimate([run_figures(r, unit) for r in before], "carbon")
-    a = group_estimate([run_figures(r, unit) for r in after], "carbon")
+    b = group_estimate([run_figures(per_kwh(r), "kwh") for r in before], "carbon")
+    a = group_estimate([run_figures(per_kwh(r), "kwh") for r in after], "carbon")
+    unit = "kwh"
     if isinstance(b, str) or isinstance(a, str):
         raise ConfigError(b if isinstance(b, str) else str(a))
     return b, a, change(b, a, same([*before, *after])), unit
@@ -106,13 +127,14 @@ def verify_item(
     metric = metric_of(item)
     by_id = {str(r["id"]): r for r in records}
     before = [by_id[r] for r in applied.get("baseline_runs") or [] if r in by_id]
-    after = [r for r in records if r.get("status") == "completed"
-             and item_id in ((r.get("policy") or {}).get("items") or [])]  # fmt: skip
+    after = [r for r in records if r.get("status") == "completed" and (
+        item_id in ((r.get("policy") or {}).get("items") or [])
+        or (r.get("tags") or {}).get("savings") == item_id)]  # fmt: skip
     before = same_workload(before, after)
     ids_b, ids_a = tuple(str(r["id"]) for r in before), tuple(str(r["id"]) for r in after)
     if not before:
         return Outcome(item_id, "no-baseline", metric, None, ids_b, ids_a)
-    expected = _expected_rel(item, before)
+    expected = expected_rel(item)
     needed = runs_needed(before, expected, metric)
     if len(after) < needed:
         return Outcome(item_id, "waiting", metric, needed, ids_b, ids_a)
@@ -139,7 +161,7 @@ def same_workload(
     return [r for r in before if workload_of(r) in names]
 
 
-def _expected_rel(item: Mapping[str, Any], before: Sequence[Mapping[str, Any]]) -> float:
+def expected_rel(item: Mapping[str, Any]) -> float:
     """The relative saving per run the plan expected (its advisor's figure, else its share)."""
     stated = (item.get("settings") or {}).get("expected_saving_rel")
     if isinstance(stated, (int, float)) and stated > 0:
@@ -165,6 +187,10 @@ def verify_all(store: Store, ledger: bool = True) -> list[Outcome]:
             seq = _ledger(store, document) if ledger else None
             outcome = replace(outcome, ledger_seq=seq)
         outcomes.append(outcome)
+        entry["last_verify"] = {"status": outcome.status, "saving_rel": outcome.saving_rel,
+                                "uncertainty_rel": outcome.uncertainty_rel,
+                                "before": len(outcome.before), "after": len(outcome.after)}
+    state.put_applied(store, applied)
     return outcomes
 
 
