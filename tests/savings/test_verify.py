@@ -19,7 +19,8 @@ def test_a_change_that_did_not_save_is_reported_and_offered_for_undo(tmp_path: P
     env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     with open_store(str(db)) as store:
         plant(store)
-    assert greenml_cli("savings", "plan", "--db", str(db), "--format", "json", **env).returncode == 0
+    planned = greenml_cli("savings", "plan", "--db", str(db), "--format", "json", **env)
+    assert planned.returncode == 0
     with open_store(str(db)) as store:
         apply_item(store, "gpu-power-nvidia-a100", tmp_path / "c.toml", tmp_path / "out")
         block = {"status": "ok", "items": ["gpu-power-nvidia-a100"], "power_limit_w": 250.0}
@@ -31,7 +32,8 @@ def test_a_change_that_did_not_save_is_reported_and_offered_for_undo(tmp_path: P
         assert outcome.status == "not-saved" and outcome.ledger_seq is None
         assert state.verified(store) == {}
     done = greenml_cli("savings", "verify", "--db", str(db), **env)
-    assert "NOT SAVED" in done.stdout and "greenml savings undo gpu-power-nvidia-a100" in done.stdout
+    assert "NOT SAVED" in done.stdout
+    assert "greenml savings undo gpu-power-nvidia-a100" in done.stdout
     md = greenml_cli("savings", "plan", "--db", str(db), "--format", "md", **env).stdout
     verified = md.split("## Verified savings")[1].split("##")[0]
     assert "gpu-power-nvidia-a100: did NOT save" in verified and "None yet" in verified
