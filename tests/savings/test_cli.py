@@ -59,3 +59,11 @@ def test_bad_selections_are_one_line(db: Path) -> None:
     for args in (["--tag", "novalue"], ["--project", "nope"], ["--since", "yesterdayish"]):
         done = greenml_cli("savings", "plan", "--db", str(db), *args)
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_the_plan_is_a_report_kind(db: Path) -> None:
+    done = greenml_cli("report", "--tag", "project=vision", "--kind", "savings-plan", "--db",
+                       str(db), "--format", "md", "-O", "years=5")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "# Savings plan" in done.stdout and "gpu-power-nvidia-a100" in done.stdout
+    assert "over 5 years" in done.stdout

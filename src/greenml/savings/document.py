@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import greenml.quantities as q
 from greenml.report.model import Report, Section, Table
 from greenml.savings.candidate import BASES, Base, Candidate
 from greenml.savings.combine import Combined, combine
 from greenml.savings.plan import SavingsPlan
+
+if TYPE_CHECKING:
+    from greenml.report.runset import RunSet
 
 COLUMNS = ["#", "item", "change", "kWh/yr", "CO2eq/yr", "$/yr", "±", "effort", "risk", "greenml"]
 
@@ -147,3 +150,19 @@ def _last(applied: Mapping[str, Any]) -> str:
     if rel is None or unc is None:
         return "no figure"
     return f"{q.percent_pm(float(rel), float(unc))}, within its uncertainty"
+
+
+def build(
+    runs: RunSet, deadline_hours: float = 12.0, price_escalation: float = 0.0, years: int = 3
+) -> Report:
+    """The ``savings-plan`` report kind (``greenml report savings-plan``): the plan of the
+    runs given, with the verified savings their store keeps."""
+    from greenml.ledger.kinds import NAMESPACE, VERIFIED
+    from greenml.report.audit import gate_verdicts
+    from greenml.savings.plan import plan_savings
+
+    plan = plan_savings(runs.records, runs.samples, verdicts=gate_verdicts(runs),
+                        deadline_s=deadline_hours * 3600.0, escalation=price_escalation,
+                        years=years)  # fmt: skip
+    verified = (runs.state(NAMESPACE, VERIFIED) or {}).get("savings") or {}
+    return plan_document(plan, verified)
