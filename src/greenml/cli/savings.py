@@ -114,6 +114,11 @@ def plan(
         records = _select([server_run(server, r["id"])["record"] for r in rows], when)
         result = plan_savings(records, lambda _id: [], scope=_scope(project, wanted, server.url),
                               period_s=period_s, deadline_s=deadline_s, **money)  # fmt: skip
+        from dataclasses import replace
+
+        why = ("read from the team server: records only (no samples: the sample-based "
+               "findings are left out); the plan is not saved: apply reads a plan made with --db")
+        result = replace(result, notes=(*result.notes, why))
         verified: dict[str, Any] = {}
         failed: dict[str, Any] = {}
     else:
