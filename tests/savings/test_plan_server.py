@@ -13,7 +13,7 @@ from tests.helpers import greenml_cli
 from tests.savings.project import plant
 
 pytest.importorskip("uvicorn")
-from tests.server.live import LiveServer, free_port  # noqa: E402
+from tests.server.live import LiveServer, free_port
 
 
 def test_plan_reads_the_team_server(tmp_path: Path) -> None:
