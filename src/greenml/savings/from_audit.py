@@ -31,6 +31,10 @@ _MAP: dict[str, tuple[str, Base, str, str, Action, dict[str, Any]]] = {
 }  # fmt: skip
 
 
+_PER_RUN = {"idle-gpus"}
+"""Items the per-run diagnosis finds run by run: its runs are the evidence, not all runs."""
+
+
 def from_audit(
     result: Audit, records: Sequence[Mapping[str, Any]], year: Footprint
 ) -> list[Candidate]:
@@ -87,6 +91,7 @@ def _candidate(
         key=key, title=item.title, base=base, share=share, energy_j=energy, co2_g=co2,
         usd=money, uncertainty_rel=rel,
         method=f"audit item {item.key}: {item.evidence}; × the runs' yearly rate{how}",
-        evidence_runs=runs, findings=(f"audit:{item.key}",), effort=effort, risk=risk,
+        evidence_runs=() if item.key in _PER_RUN else runs, findings=(f"audit:{item.key}",),
+        effort=effort, risk=risk,
         action=action, settings=dict(settings),
     )  # fmt: skip
