@@ -139,7 +139,8 @@ def plan(
             result = plan_savings(
                 records, store.samples, verdicts=gate_verdicts(runs) if runs else [],
                 scope=_scope(project, wanted, None), period_s=period_s, deadline_s=deadline_s,
-                diagnose=lambda run_id: diagnose_run(store, run_id), **money,
+                diagnose=lambda run_id: diagnose_run(store, run_id), state=store.get_state,
+                **money,
             )  # fmt: skip
             state.save_plan(store, result.to_dict())
             verified = state.verified(store)

@@ -109,6 +109,7 @@ def plan_savings(
     escalation: float = 0.0,
     years: int = 3,
     diagnose: Callable[[str], Any] | None = None,
+    state: Callable[[str, str], dict[str, Any] | None] | None = None,
 ) -> SavingsPlan:
     """Rank every advisor's candidate changes over ``records`` by CO2eq saved per year.
 
@@ -124,6 +125,7 @@ def plan_savings(
         escalation: The yearly change of prices, for money over ``years`` years.
         years: The horizon of the money over several years.
         diagnose: A run id → its :class:`~greenml.diagnose.Diagnosis` (with a store).
+        state: The store's ``get_state`` (the batch-size optimizer's runs), with a store.
     """
     from greenml.advise.audit import audit
     from greenml.savings.from_audit import from_audit
@@ -141,6 +143,10 @@ def plan_savings(
                if c.key not in {s.key for s in spot}]  # fmt: skip
     found = [*audited, *from_power_settings(done, year), *from_hours(done, year, deadline_s),
              *spot, *extra]
+    if state is not None:
+        from greenml.savings.batch import from_batch_state
+
+        found += from_batch_state(done, year, state)
     if diagnose is not None:
         from greenml.savings.from_diagnose import from_diagnose
 
