@@ -19,6 +19,7 @@ from greenml.savings.candidate import Candidate
 from greenml.savings.footprint import Footprint
 from greenml.savings.power import workload_of
 
+
 def from_batch_state(
     records: Sequence[Mapping[str, Any]], year: Footprint,
     state: Callable[[str, str], dict[str, Any] | None],
