@@ -34,7 +34,10 @@ def mean_factor(rate: float, years: float) -> float:
     return math.expm1(growth * years) / (years * growth)
 
 
-def over_years(yearly: float, rate: float, years: int) -> float:
-    """A yearly amount at today's prices summed over ``years`` whole years of escalation."""
+def over_years(yearly: float, rate: float, years: float) -> float:
+    """A yearly amount at today's prices summed over ``years`` years of escalation (a part
+    year last: its share of that year's amount)."""
     check_rate(rate)
-    return sum(yearly * (1.0 + rate) ** k for k in range(max(years, 0)))
+    whole = int(max(years, 0.0))
+    total = sum(yearly * (1.0 + rate) ** k for k in range(whole))
+    return total + yearly * (1.0 + rate) ** whole * (max(years, 0.0) - whole)

@@ -17,7 +17,7 @@ Examples:
   greenml savings plan --project llm            rank the changes, save the plan
   greenml savings plan --format md -o plan.md   the same as a report
   greenml savings apply gpu-power-nvidia-a100   a policy in the config file (asks first)
-  greenml savings apply idle-gpu --yes -o deploy/   files for review (KEDA, SkyPilot …)
+  greenml savings apply idle-gpu --yes --out-dir deploy/   files for review (KEDA …)
   greenml savings verify                        before against after, verified → ledger
   greenml savings undo gpu-power-nvidia-a100
 """
@@ -65,20 +65,21 @@ def _select(records: list[dict[str, Any]], since: float | None) -> list[dict[str
 @server_read_option
 @click.option("--project", metavar="NAME", help="Runs tagged project=NAME, or named NAME.")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Runs with this tag.")
-@click.option("--since", metavar="TIME", help="Runs started since (ISO 8601, or 30d for the "
+@click.option("--since", metavar="WHEN", help="Runs started since (ISO 8601, or 30d for the "
               "last 30 days).")  # fmt: skip
 @click.option("--limit", type=click.IntRange(min=1), default=500, show_default=True,
               help="Newest runs looked at.")  # fmt: skip
 @click.option("--period-days", type=click.FloatRange(min=1.0), default=None,
               help="The period the runs stand for (default: their own span, at least a day).")
-@click.option("--deadline", default="12h", show_default=True, metavar="DURATION",
-              help="How much later a job may start for greener hours.")
+@click.option("--deadline", default="+12h", show_default=True, metavar="TIME",
+              help="Green hours: a job must finish by then, counted from its own start "
+              "(+DURATION).")
 @click.option("--instance-prices", type=click.Path(dir_okay=False, path_type=Path),
-              metavar="FILE", help="Your instance price table (CSV) or a provider's export "
+              metavar="CSV", help="Your instance price table (CSV) or a provider's export "
               "(AWS spot price history JSON), searched before the packaged prices.")
 @click.option("--price-escalation", default="0%", show_default=True, metavar="PERCENT",
               help="Yearly change of prices, for the money over --years years (e.g. 3%).")
-@click.option("--years", type=click.IntRange(1, 30), default=3, show_default=True,
+@click.option("--years", type=click.FloatRange(1, 30), default=3.0, show_default=True,
               help="Years the money over several years covers.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "md", "html"]),
               default="table", show_default=True)  # fmt: skip
@@ -86,7 +87,7 @@ def _select(records: list[dict[str, Any]], since: float | None) -> list[dict[str
 def plan(
     db_url: str | None, server_url: str | None, project: str | None, tags: tuple[str, ...],
     since: str | None, limit: int, period_days: float | None, deadline: str,
-    instance_prices: Path | None, price_escalation: str, years: int, fmt: str,
+    instance_prices: Path | None, price_escalation: str, years: float, fmt: str,
     output: Path | None,
 ) -> None:  # fmt: skip
     """Rank the changes that would save most per year: kWh, CO2eq, $, with evidence."""
@@ -96,7 +97,10 @@ def plan(
     from greenml.schedule.timeparse import parse_duration_s
 
     wanted = _tags(tags) | ({"project": project} if project else {})
-    deadline_s = parse_duration_s(deadline, "--deadline")
+    if not deadline.strip().startswith("+"):
+        raise ConfigError(f"--deadline {deadline!r}: a plan counts from each job's own start: "
+                          "write +DURATION, like +12h")  # fmt: skip
+    deadline_s = parse_duration_s(deadline.strip()[1:], "--deadline")
     period_s = None if period_days is None else period_days * 86400.0
     when = _since(since)
     money: dict[str, Any] = {"instance_prices": instance_prices,
@@ -209,8 +213,8 @@ def _consent(what: str, yes: bool) -> None:
 @click.argument("item")
 @db_option
 @click.option("--yes", is_flag=True, help="Apply without asking (consent given here).")
-@click.option("-o", "--output-dir", "out_dir", type=click.Path(path_type=Path),
-              default=Path("greenml-savings"), show_default=True,
+@click.option("--out-dir", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("greenml-savings"), show_default=True, metavar="DIR",
               help="Where files for changes outside greenml are written.")  # fmt: skip
 def apply(item: str, db_url: str | None, yes: bool, out_dir: Path) -> None:
     """Apply one plan ITEM: a policy in the config file, or files for review."""

@@ -49,7 +49,7 @@ def totals_line(plan: SavingsPlan) -> str:
     money = "" if t.usd is None else f", {q.money(t.usd)}"
     over = plan.over_years(t.usd)
     later = "" if over is None else (
-        f"; {q.money(over)} over {plan.years} years at prices changing "
+        f"; {q.money(over)} over {plan.years:g} years at prices changing "
         f"{plan.escalation * 100:+g} %/year")  # fmt: skip
     return (f"All items together: {q.kwh(t.energy_j)}, {q.co2(t.co2_g, uncertainty_rel=rel)}"
             f"{money} per year (applied in rank order, each on what the items above leave: "
@@ -153,7 +153,7 @@ def _last(applied: Mapping[str, Any]) -> str:
 
 
 def build(
-    runs: RunSet, deadline_hours: float = 12.0, price_escalation: float = 0.0, years: int = 3
+    runs: RunSet, deadline_hours: float = 12.0, price_escalation: float = 0.0, years: float = 3
 ) -> Report:
     """The ``savings-plan`` report kind (``greenml report savings-plan``): the plan of the
     runs given, with the verified savings their store keeps."""

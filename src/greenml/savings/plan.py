@@ -57,7 +57,7 @@ class SavingsPlan:
     made_at: str
     notes: tuple[str, ...] = field(default_factory=tuple)
     escalation: float = 0.0  # the money's yearly change, for figures over several years
-    years: int = 3
+    years: float = 3.0
 
     def item(self, item_id: str) -> Item | None:
         return next((i for i in self.items if i.id == item_id), None)
@@ -107,7 +107,7 @@ def plan_savings(
     deadline_s: float = DEFAULT_DEADLINE_S,
     instance_prices: Path | None = None,
     escalation: float = 0.0,
-    years: int = 3,
+    years: float = 3.0,
     diagnose: Callable[[str], Any] | None = None,
     state: Callable[[str, str], dict[str, Any] | None] | None = None,
 ) -> SavingsPlan:
