@@ -6,20 +6,27 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from greenml.savings import state
 from greenml.savings.apply import apply_item
 from greenml.savings.verify import verify_all
 from greenml.store import open_store
-from tests.helpers import greenml_cli
+from tests.savings.cli_inproc import Done, run_cli
 from tests.savings.project import DAY0, add_run, plant
 
 
-def test_a_change_that_did_not_save_is_reported_and_offered_for_undo(tmp_path: Path) -> None:
+def test_a_change_that_did_not_save_is_reported_and_offered_for_undo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "runs.db"
-    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+
+    def greenml_cli(*argv: str) -> Done:
+        return run_cli(capsys, monkeypatch, tmp_path / "xdg", *argv)
+
     with open_store(str(db)) as store:
         plant(store)
-    planned = greenml_cli("savings", "plan", "--db", str(db), "--format", "json", **env)
+    planned = greenml_cli("savings", "plan", "--db", str(db), "--format", "json")
     assert planned.returncode == 0
     with open_store(str(db)) as store:
         apply_item(store, "gpu-power-nvidia-a100", tmp_path / "c.toml", tmp_path / "out")
@@ -31,21 +38,26 @@ def test_a_change_that_did_not_save_is_reported_and_offered_for_undo(tmp_path: P
         outcome = verify_all(store)[0]
         assert outcome.status == "not-saved" and outcome.ledger_seq is None
         assert state.verified(store) == {}
-    done = greenml_cli("savings", "verify", "--db", str(db), **env)
+    done = greenml_cli("savings", "verify", "--db", str(db))
     assert "NOT SAVED" in done.stdout
     assert "greenml savings undo gpu-power-nvidia-a100" in done.stdout
-    md = greenml_cli("savings", "plan", "--db", str(db), "--format", "md", **env).stdout
+    md = greenml_cli("savings", "plan", "--db", str(db), "--format", "md").stdout
     verified = md.split("## Verified savings")[1].split("##")[0]
     assert "gpu-power-nvidia-a100: did NOT save" in verified and "None yet" in verified
     assert not db.with_name("runs.ledger.jsonl").exists()  # nothing ledgered
 
 
-def test_the_report_sums_verified_savings_apart_from_expected(tmp_path: Path) -> None:
+def test_the_report_sums_verified_savings_apart_from_expected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "runs.db"
-    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+
+    def greenml_cli(*argv: str) -> Done:
+        return run_cli(capsys, monkeypatch, tmp_path / "xdg", *argv)
+
     with open_store(str(db)) as store:
         plant(store)
-    greenml_cli("savings", "plan", "--db", str(db), "--format", "json", **env)
+    greenml_cli("savings", "plan", "--db", str(db), "--format", "json")
     with open_store(str(db)) as store:
         apply_item(store, "gpu-power-nvidia-a100", tmp_path / "c.toml", tmp_path / "out")
         block = {"status": "ok", "items": ["gpu-power-nvidia-a100"], "power_limit_w": 250.0}
@@ -56,9 +68,9 @@ def test_the_report_sums_verified_savings_apart_from_expected(tmp_path: Path) ->
         assert verify_all(store)[0].status == "verified"
     import json
 
-    data = json.loads(greenml_cli("savings", "plan", "--db", str(db), "--format", "json",
-                                  **env).stdout)  # fmt: skip
-    md = greenml_cli("savings", "plan", "--db", str(db), "--format", "md", **env).stdout
+    data = json.loads(greenml_cli("savings", "plan", "--db", str(db), "--format", "json"
+                                  ).stdout)  # fmt: skip
+    md = greenml_cli("savings", "plan", "--db", str(db), "--format", "md").stdout
     (saving,) = data["verified"]
     expected = next(i for i in data["items"] if i["id"] == "gpu-power-nvidia-a100")
     # the verified yearly figure: the plan's share × measured ÷ expected saving per unit of work
