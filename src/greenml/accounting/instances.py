@@ -2,9 +2,12 @@
 
 Tables are CSV with the columns
 ``provider,instance_type,region,on_demand_usd_per_h,spot_usd_per_h,source,date``
-(a price may be blank). The packaged ``greenml/data/instance_prices.csv`` holds
-list prices at a given date (see ``data/SOURCES.md``); spot prices move by the
-hour, so give your own in a table when you need them right.
+and, optionally, ``spot_source,spot_date`` (where and when the spot price was seen,
+when not the on-demand price's); a price may be blank. The packaged
+``greenml/data/instance_prices.csv`` holds list prices at a given date (see
+``data/SOURCES.md``); spot prices move by the hour, so give your own in a table when you
+need them right — or a provider's export (:mod:`greenml.accounting.price_export`:
+AWS ``describe-spot-price-history`` JSON, averaged per instance type and region).
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ class InstancePrice:
     date: str
     spot: bool = False
     table: str = "packaged"
+    spot_source: str = ""
+    spot_date: str = ""
 
     @property
     def usd_per_h(self) -> float:
@@ -69,7 +74,20 @@ class InstancePrice:
         return max(duration_s, 0.0) / 3600.0 * self.usd_per_h
 
     def to_dict(self, duration_s: float) -> dict[str, Any]:
-        """The ``instance`` part of a run record's ``cost`` block."""
+        """The ``instance`` part of a run record's ``cost`` block; a spot run adds what spot
+        saved against the on-demand price of the same table row (realized, per its hours)."""
+        out = self._list_dict(duration_s)
+        if self.spot and self.on_demand_usd_per_h and self.spot_usd_per_h is not None:
+            hours = max(duration_s, 0.0) / 3600.0
+            saved = hours * (self.on_demand_usd_per_h - self.spot_usd_per_h)
+            out["on_demand_usd_per_h"] = self.on_demand_usd_per_h
+            out["spot_saving_usd"] = saved
+            out["spot_saving_rel"] = 1.0 - self.spot_usd_per_h / self.on_demand_usd_per_h
+            out["spot_source"] = self.spot_source or self.source
+            out["spot_date"] = self.spot_date or self.date
+        return out
+
+    def _list_dict(self, duration_s: float) -> dict[str, Any]:
         return {
             "usd": self.cost_usd(duration_s),
             "hours": duration_s / 3600.0,
@@ -146,7 +164,7 @@ def instance_price(
 
 
 def load_table(path: str | Path) -> list[InstancePrice]:
-    """Read an instance price table (the packaged format); ConfigError with file:line."""
+    """Read an instance price table (the packaged format, or a provider's export)."""
     return _load(Path(path), str(path))
 
 
@@ -162,7 +180,19 @@ def _packaged() -> list[InstancePrice]:
     return _PACKAGED_ROWS
 
 
+def _aws_on_demand(instance_type: str) -> tuple[float | None, str, str] | None:
+    """The packaged on-demand price, source and date of an AWS instance type."""
+    for row in _packaged():
+        if row.provider == "aws" and _key(row.instance_type) == _key(instance_type):
+            return row.on_demand_usd_per_h, row.source, row.date
+    return None
+
+
 def _load(path: Path, label: str) -> list[InstancePrice]:
+    if path.suffix.lower() == ".json":
+        from greenml.accounting.price_export import load_export
+
+        return [InstancePrice(**fields) for fields in load_export(path, _aws_on_demand)]
     rows: list[InstancePrice] = []
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:
@@ -184,6 +214,8 @@ def _load(path: Path, label: str) -> list[InstancePrice]:
                         source=(row["source"] or "").strip(),
                         date=(row["date"] or "").strip(),
                         table=label,
+                        spot_source=(row.get("spot_source") or "").strip(),
+                        spot_date=(row.get("spot_date") or "").strip(),
                     )
                 )
     except OSError as exc:

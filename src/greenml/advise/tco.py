@@ -159,6 +159,7 @@ def advise_tco(given: dict[str, Given], measured_power_w: Given | None = None) -
     spec, count, instance = _hardware(inputs)
     years = _default(inputs, "years", DEFAULT_YEARS, f"default: {LIFETIME_SOURCE}")
     hours = years * HOURS_PER_YEAR
+    grow = _escalation(inputs, years)
     if spec.tdp_w is None and "power_w" not in inputs and measured_power_w is None:
         raise ConfigError(f"{spec.name} has no TDP in the GPU table: give --power-w")
     tdp = spec.tdp_w or 0.0
@@ -172,8 +173,8 @@ def advise_tco(given: dict[str, Given], measured_power_w: Given | None = None) -
             f"idle power {idle_w:g} W is above the busy power {busy_w:g} W: check --idle-share"
         )
     skipped: list[str] = []
-    plans = [_buy(inputs, spec, count, years, hours, busy_w, idle_w)]
-    rates = _rates(inputs, instance, count)
+    plans = [_buy(inputs, spec, count, years, hours, busy_w, idle_w, grow)]
+    rates = {k: v * grow for k, v in _rates(inputs, instance, count).items()}
     rent_energy = busy_w * count * hours * 3600.0
     cloud_pue = pue_for(provider=instance.split(":", 1)[0])
     provider, _, _ = instance.partition(":")
@@ -217,6 +218,19 @@ def advise_tco(given: dict[str, Given], measured_power_w: Given | None = None) -
         years=years, gpu=spec.name, count=count, usage=usage, plans=tuple(plans),
         skipped=tuple(skipped), break_even=_break_even(plans), inputs=inputs, notes=tuple(notes),
     )  # fmt: skip
+
+
+def _escalation(inputs: dict[str, Given], years: float) -> float:
+    """The mean price over the horizon ÷ today's, for ``price_escalation`` (0: none)."""
+    from greenml.accounting.escalation import mean_factor
+
+    rate = _default(inputs, "price_escalation", 0.0, "default: prices stay as today (0 %/year)")
+    grow = mean_factor(rate, years)
+    if rate:
+        inputs["price_escalation"] = Given(
+            rate, f"{inputs['price_escalation'].source}; rents and electricity × {grow:.3f} "
+            f"(the mean over {years:g} years of prices rising {rate:+.1%} a year)")  # fmt: skip
+    return grow
 
 
 def _default(inputs: dict[str, Given], key: str, value: float, source: str) -> float:
@@ -334,7 +348,7 @@ def _spot(
 
 def _buy(
     inputs: dict[str, Given], spec: GpuSpec, count: int, years: float, hours: float,
-    busy_w: float, idle_w: float,
+    busy_w: float, idle_w: float, grow: float = 1.0,
 ) -> Plan:  # fmt: skip
     residual = _default(inputs, "residual_share", 0.0,
                         "default: straight-line depreciation to zero over the horizon")  # fmt: skip
@@ -343,6 +357,7 @@ def _buy(
         yearly += _default(inputs, key, 0.0, "not counted (0): give it to include it")
     pue = _pue(inputs)
     price = _default(inputs, "price", ELECTRICITY_USD_PER_KWH, f"default: {ELECTRICITY_SOURCE}")
+    price *= grow  # the mean electricity price over the horizon
     idle_j = idle_w * count * hours * 3600.0 * pue.value
     busy_extra_j = (busy_w - idle_w) * count * hours * 3600.0 * pue.value
     hardware = float(inputs["hardware_usd"].value)

@@ -53,6 +53,7 @@ NUMBERS: dict[str, tuple[float, float | None, str]] = {
     "embodied_kg": (0.0, None, "kg CO2eq per GPU"),
     "interruption_rate": (0.0, 100.0, "interruptions per hour"),
     "ci": (0.0, None, "gCO2eq/kWh"),
+    "price_escalation": (-0.5, 1.0, "share per year"),
 }
 TEXTS = ("gpu", "instance", "zone", "region", "country")
 KEYS = (*NUMBERS, *TEXTS)

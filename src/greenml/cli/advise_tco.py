@@ -81,6 +81,8 @@ _DIRECT = (
 )
 @click.option("--interruption-rate", metavar="RATE", help="Interruptions per hour: 0.023 or 2.3%.")
 @click.option("--embodied-kg", type=float, help="Embodied kg CO2eq per GPU (host share included).")
+@click.option("--price-escalation", metavar="PERCENT",
+              help="Yearly change of rents and electricity prices, e.g. 3% [default: 0%].")
 @location_options
 @json_option("Print the comparison as JSON on stdout.")
 def tco(**opts: Any) -> None:
@@ -97,6 +99,8 @@ def tco(**opts: Any) -> None:
         flag = "--" + key.replace("_", "-")
         flags[key] = parse_share(opts[key], flag) if opts[key] is not None else None
     flags["pue"] = pue_number(opts["pue"])
+    escalation = opts.pop("price_escalation")
+    flags["price_escalation"] = _rate(escalation) if escalation else None
     for key, flag in (("checkpoint_cost", "--checkpoint-cost"), ("restart_cost", "--restart-cost")):
         text = opts[key]
         flags[key + "_s"] = parse_duration_s(text, flag, allow_zero=True) if text else None
@@ -131,6 +135,14 @@ def tco(**opts: Any) -> None:
         click.echo(json_text(advice.to_dict(), indent=2, ensure_ascii=False))
         return
     _print(advice)
+
+
+def _rate(text: str) -> float:
+    """``3%`` or ``-2%`` (a yearly rate; a bare number is percent)."""
+    raw = text.strip()
+    negative = raw.startswith("-")
+    value = parse_share(raw.lstrip("-+"), "--price-escalation")
+    return -value if negative else value
 
 
 def _trace_mean_usd_per_kwh(path: str) -> float:

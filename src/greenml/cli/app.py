@@ -46,6 +46,7 @@ COMMANDS = {
     "push": "greenml.cli.push:push",
     "llm": "greenml.cli.llm:llm",
     "agent": "greenml.cli.agent:agent",
+    "savings": "greenml.cli.savings:savings",
 }
 
 # commands that do not first send runs waiting for the team server: `run` must not delay the

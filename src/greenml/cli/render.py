@@ -233,6 +233,13 @@ def cost_lines(block: dict[str, Any] | None, show_unknown: bool = False) -> list
             f"{duration(instance['hours'] * 3600)} × {usd(instance['usd_per_h'])}/h"
         )
         lines.append(f"        {instance['source']}, {instance['date']} (list price)")
+        saved = instance.get("spot_saving_usd")
+        if saved is not None:
+            lines.append(
+                f"        spot saved {usd(saved)} ({q.percent(instance['spot_saving_rel'])}) "
+                f"against on-demand {usd(instance['on_demand_usd_per_h'])}/h; spot price: "
+                f"{instance.get('spot_source')}, {instance.get('spot_date')}"
+            )
     return lines
 
 

@@ -157,6 +157,17 @@ def savings(baseline: tuple[str, ...], optimized: tuple[str, ...], **given: Any)
                         "optimized": list(optimized) or None})  # fmt: skip
 
 
+@report.command("savings-plan")
+@_runs_options
+@click.option("--deadline-hours", type=float,
+              help="How long a run may wait for greener hours.  [default: 12]")
+@click.option("--price-escalation", type=float, help="Yearly change of prices, e.g. 0.03.")
+@click.option("--years", type=float, help="The horizon of the savings.  [default: 3]")
+def savings_plan(**given: Any) -> None:
+    """Every saving across the runs, ranked, with the verified ones apart (greenml savings plan)."""
+    _report("savings-plan", given)
+
+
 @report.command("audit")
 @_runs_options
 @click.option("--project", metavar="NAME",

@@ -234,6 +234,9 @@ def _check_store(result: VerifyResult, store: Store) -> None:
     current: dict[str, str | None] = {}
     timelines_checked: set[str] = set()
     for e in result.entries:
+        if e.kind is not None:
+            _check_kind(result, store, e)
+            continue
         if e.run_id not in current:
             try:
                 record = store.get_record(e.run_id)
@@ -273,6 +276,19 @@ def _check_store(result: VerifyResult, store: Store) -> None:
             result.problems.append(Problem("removed", detail, run_id=row["id"]))
         else:
             result.unledgered.append(row["id"])
+
+
+def _check_kind(result: VerifyResult, store: Store, e: Entry) -> None:
+    """An entry that is not a run's: its document, kept in the store, must hash as ledgered."""
+    from greenml.ledger.kinds import stored_document
+
+    document = stored_document(store, e)
+    if document is None:
+        detail = f"the {e.kind} {e.run_id} is not in the store: deleted after it was ledgered"
+        result.problems.append(Problem("run missing", detail, e.seq, e.run_id))
+    elif record_sha256(document) != e.record_sha256:
+        detail = f"the stored {e.kind} was changed after it was ledgered"
+        result.problems.append(Problem("record modified", detail, e.seq, e.run_id))
 
 
 def _check_anchor(result: VerifyResult, by_seq: dict[int, Entry], store: Store) -> None:

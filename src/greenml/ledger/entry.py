@@ -16,7 +16,12 @@ GENESIS_HASH = "0" * 64
 HASHED_FIELDS = ("seq", "run_id", "record_sha256", "prev_hash", "appended_at")
 """The fields ``entry_hash`` covers (the hash of their canonical JSON object)."""
 
-FIELDS = (*HASHED_FIELDS, "entry_hash", "signature", "key_id")
+KIND = "kind"
+"""An entry that is not a run's carries its kind (``saving``), hashed with the fields above;
+a run's entry has none, so every entry written before kinds existed keeps its hash."""
+KINDS = ("saving",)
+
+FIELDS = (*HASHED_FIELDS, KIND, "entry_hash", "signature", "key_id")
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -38,10 +43,14 @@ class Entry:
     entry_hash: str
     signature: str | None = None
     key_id: str | None = None
+    kind: str | None = None  # None: a run's record; ``saving``: a verified saving
 
     def hashed(self) -> dict[str, Any]:
-        """The fields covered by ``entry_hash``."""
-        return {name: getattr(self, name) for name in HASHED_FIELDS}
+        """The fields covered by ``entry_hash`` (``kind`` only when the entry has one)."""
+        out = {name: getattr(self, name) for name in HASHED_FIELDS}
+        if self.kind is not None:
+            out[KIND] = self.kind
+        return out
 
     def computed_hash(self) -> str:
         """``entry_hash`` as it should be for the current field values."""
@@ -69,8 +78,11 @@ class Entry:
 
 
 def compute_entry_hash(fields: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of the hashed fields."""
-    return sha256_hex(canonical_json({name: fields[name] for name in HASHED_FIELDS}))
+    """SHA-256 of the canonical JSON of the hashed fields (``kind`` too, when given)."""
+    hashed = {name: fields[name] for name in HASHED_FIELDS}
+    if fields.get(KIND) is not None:
+        hashed[KIND] = fields[KIND]
+    return sha256_hex(canonical_json(hashed))
 
 
 def parse_entry(data: Any) -> tuple[Entry, list[str]]:
@@ -96,6 +108,8 @@ def parse_entry(data: Any) -> tuple[Entry, list[str]]:
     for name in ("signature", "key_id"):
         if data.get(name) is not None and not isinstance(data[name], str):
             raise LedgerError(f"{name} {data[name]!r} is not a string")
+    if KIND in data and data[KIND] not in KINDS:
+        raise LedgerError(f"kind {data[KIND]!r} is not one of {', '.join(KINDS)}")
     entry = Entry(
         seq=seq,
         run_id=data["run_id"],
@@ -105,6 +119,7 @@ def parse_entry(data: Any) -> tuple[Entry, list[str]]:
         entry_hash=data["entry_hash"],
         signature=data.get("signature"),
         key_id=data.get("key_id"),
+        kind=data.get(KIND),
     )
     return entry, sorted(set(data) - set(FIELDS))
 

@@ -74,8 +74,10 @@ def append_hash(
     record_hash: str,
     private_key: Ed25519PrivateKey | None = None,
     on_appended: Callable[[Entry, str | None], None] | None = None,
+    kind: str | None = None,
 ) -> Entry:
-    """Append an entry for a record hash (see :func:`append`).
+    """Append an entry for a record hash (see :func:`append`); ``kind`` for an entry that
+    is not a run's (``saving``: ``run_id`` then names the saving, ``record_sha256`` its hash).
 
     ``on_appended(entry, first_hash)`` runs once the line is on disk, still under the
     lock (so a reader sees the line only after it ran); ``first_hash`` is the
@@ -97,6 +99,8 @@ def append_hash(
             "prev_hash": last.entry_hash if last else GENESIS_HASH,
             "appended_at": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
         }
+        if kind is not None:
+            fields["kind"] = kind
         entry_hash = compute_entry_hash(fields)
         signature = key_id = None
         if private_key is not None:

@@ -68,6 +68,30 @@ class InstanceCost(Block):
     date: str | None = None
     table: str | None = None
     method: str | None = None
+    on_demand_usd_per_h: float | None = None  # spot runs: the on-demand price beside it
+    spot_saving_usd: float | None = None  # spot runs: hours × (on-demand − spot)
+    spot_saving_rel: float | None = None  # that saving ÷ the on-demand cost
+    spot_source: str | None = None
+    spot_date: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyBlock(Block):
+    """The savings policy in force when the run ran (``greenml savings apply``; ``policy``)."""
+
+    status: str | None = None  # ok, or unreadable (then ``reason``)
+    items: list[str] = field(default_factory=list)
+    source: str | None = None
+    reason: str | None = None
+    note: str | None = None
+    power_limit_w: float | None = None
+    gpu_clocks_mhz: float | None = None
+    batch_size: int | None = None
+    when: str | None = None
+    deadline: str | None = None
+    spot: bool | None = None
+    checkpoint_interval_s: float | None = None
+    cache: bool | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

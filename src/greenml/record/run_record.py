@@ -11,7 +11,9 @@ Versions (``schema_version``):
 3. adds the optional ``carbon_market``, ``water``, ``embodied`` and ``flops`` blocks
    (a version-2 record reads as before: absent blocks stay absent);
 4. adds the optional ``workflow`` block (model and tool calls of an agent workflow,
-   :mod:`greenml.llm.remote`); older records read as before.
+   :mod:`greenml.llm.remote`); older records read as before. The optional ``policy``
+   block (the savings policy in force, :mod:`greenml.savings.policy`) came later within
+   version 4: a record without it reads as before.
 
 A record reads back to exactly the dict it was stored as, so records ledgered
 by any version keep their hash. The JSON Schema of the record is generated
@@ -32,6 +34,7 @@ from greenml.record.blocks import (
     FlopsBlock,
     JobBlock,
     Method,
+    PolicyBlock,
     ProgressBlock,
     ScheduleBlock,
     WaterBlock,
@@ -194,6 +197,7 @@ class RunRecord(Block):
     embodied: EmbodiedBlock | None = None
     flops: FlopsBlock | None = None
     workflow: WorkflowBlock | None = None
+    policy: PolicyBlock | None = None
     index_sha256: str | None = field(default=None, metadata=meta(pattern="^[0-9a-f]{64}$"))
 
     def _repr_html_(self) -> str:

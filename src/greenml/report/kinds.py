@@ -28,6 +28,7 @@ KINDS: dict[str, str] = {
     "label": "greenml.report.label:build",
     "savings": "greenml.report.savings:build",
     "audit": "greenml.report.audit:build",
+    "savings-plan": "greenml.savings.document:build",
 }
 """Kind name → ``module:function``."""
 

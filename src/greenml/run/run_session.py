@@ -164,7 +164,8 @@ class RunSession:
         m = self.measurement
         assert m is not None, "finish before end"
         self.blocks = finish_blocks(self.accounting, m, self._timelines, self.tracker,
-                                    self.settings.tags, self.budget_block())  # fmt: skip
+                                    self.settings.tags, self.budget_block(),
+                                    name=self.settings.name)  # fmt: skip
         blocks = {**(extra or {}), **self.blocks}
         all_notes = [*(self.meter.notes if self.meter is not None else []), *notes]
         if self.recorder is not None:

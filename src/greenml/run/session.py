@@ -34,6 +34,7 @@ def finish_blocks(
     tracker: ProgressTracker,
     tags: Mapping[str, str],
     budget: dict[str, Any] | None = None,
+    name: str | None = None,
 ) -> dict[str, Any]:
     """The blocks a finished run adds to its record, the same under both drivers."""
     from greenml.accounting.run_accounting import account_safely, effective_rates
@@ -49,7 +50,22 @@ def finish_blocks(
         blocks["budget"] = budget
     if tracker.llm_calls or tracker.tool_calls:
         blocks["workflow"] = workflow_block(tracker)
+    policy = policy_in_force(name, tags)
+    if policy is not None:
+        blocks["policy"] = policy
     return blocks
+
+
+def policy_in_force(name: str | None, tags: Mapping[str, str]) -> dict[str, Any] | None:
+    """The ``policy`` block: the savings policy items of the config file that apply to this
+    run (:func:`greenml.savings.policy.policy_block`). A bug here costs only this block."""
+    try:
+        from greenml.savings.policy import policy_block
+
+        return policy_block(name or tags.get("workload"))
+    except Exception as exc:
+        log.warning("greenml: policy block not recorded: %r", exc)
+        return None
 
 
 def workflow_block(tracker: ProgressTracker) -> dict[str, Any]:
