@@ -65,8 +65,8 @@ class Explanation:
             out = [f"What changed (baseline → candidate), {len(self.changes)} difference(s):"]
             out += [f"  {c.line()}" for c in self.changes]
         else:
-            out = ["Nothing differs in the environment blocks (packages, driver, CUDA, hardware, "
-                   "git, greenml's settings): look at the workload, its data or its inputs."]  # fmt: skip
+            out = ["Nothing differs in the environment blocks (packages, driver, CUDA, "
+                   "hardware, git, greenml's settings): look at the workload and its data."]
         return out + [f"  note: {n}" for n in self.notes]
 
     def to_dict(self) -> dict[str, Any]:
