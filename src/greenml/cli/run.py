@@ -313,10 +313,10 @@ def run(
         capping.attach(options)  # the dirty_cap block goes into the run record
     live = None if quiet or not sys.stderr.isatty() else _LiveLine()
     on_tick = live.update if live else None
-    on_tick = capping.tick(on_tick) if capping else on_tick
+    ticks = capping.tick(on_tick) if capping else on_tick  # --cap-when-dirty
     result = run_measured(
         options,
-        on_tick=green.tick(on_tick) if green else on_tick,
+        on_tick=green.tick(ticks) if green else ticks,
         on_progress=live.progress if live else None,
     )
     if live:

@@ -15,11 +15,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from greenml.errors import ConfigError
 from greenml.optimize.dirty_cap import CapCurve, DirtyCapController, dirty_threshold
 from greenml.optimize.gpu_control import GpuControl
+
+if TYPE_CHECKING:
+    from greenml.measure.meter import Meter
 
 log = logging.getLogger("greenml")
 _LIVE_REFRESH_S = 300.0
@@ -70,8 +73,8 @@ class DirtyCapRun:
         self.block: dict[str, Any] | None = None
         self.failed: str | None = None
 
-    def tick(self, inner: Callable[[Any], None] | None) -> Callable[[Any], None]:
-        def tick(meter: Any) -> None:
+    def tick(self, inner: Callable[[Meter], None] | None) -> Callable[[Meter], None]:
+        def tick(meter: Meter) -> None:
             if self.failed is None:
                 try:
                     self.controller.tick(time.time(), _gpu_energy(meter))
@@ -113,7 +116,7 @@ class DirtyCapRun:
             self.control.close()
 
 
-def _gpu_energy(meter: Any) -> float | None:
+def _gpu_energy(meter: Meter) -> float | None:
     spent = meter.peek_window("run")
     return spent.energy_of("gpu") if "gpu" in spent.components else None
 
