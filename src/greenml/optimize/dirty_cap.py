@@ -129,6 +129,11 @@ class DirtyCapController:
             why = "clean" if intensity <= self.dirty_above_g_per_kwh else "deadline: no slack left"
             self._set(uncapped.power_limit_w, now_s, intensity, why)
 
+    @property
+    def progress_s(self) -> float:
+        """The work done so far, in seconds of the job run uncapped."""
+        return self._progress_s
+
     def _account(self, dt_s: float, intensity: float, energy_j: float | None) -> None:
         if dt_s <= 0:
             return
