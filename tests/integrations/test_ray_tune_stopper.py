@@ -1,0 +1,73 @@
+"""The energy stopper on real Ray Tune: two trials of a scikit-learn model, one far costlier.
+
+The trainable measures itself as a greenml run of the job ``tune-digits`` and
+reports its energy with each result; the stopper (in the driver) stops the
+costly trial once its projection is surely over the per-trial budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from greenml.integrations.search_budget import TrialBudget
+
+ray = pytest.importorskip("ray")
+tune = pytest.importorskip("ray.tune")
+STEPS = 10
+
+
+@pytest.fixture
+def local_ray() -> Iterator[None]:
+    """A one-node local Ray with 2 CPUs, no dashboard; shut down after."""
+    from tests.integrations.ray_cluster import local_ray_cluster
+
+    with local_ray_cluster(workers=0, head_cpus=2):
+        yield
+
+
+def _trainable(config: dict[str, Any]) -> None:
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import SGDClassifier
+
+    from greenml.integrations.ray_tune import measure_trial
+
+    x, y = load_digits(return_X_y=True)
+    model = SGDClassifier(random_state=0)
+    trial_id = tune.get_context().get_trial_id()
+    with measure_trial("tune-digits", trial_id, ci=300, db=config["db"], sample_hz=5) as m:
+        for _ in range(STEPS):
+            for _ in range(config["passes"]):
+                model.partial_fit(x, y, classes=list(range(10)))
+            tune.report({"score": float(model.score(x, y)), **m.metrics()})
+
+
+def test_the_costly_trial_is_stopped_and_both_are_runs_of_one_job(
+    local_ray: None, tmp_path: Path
+) -> None:
+    from greenml.integrations.ray_tune import EnergyStopper
+    from greenml.store import open_store
+    from greenml.store.jobs import job_runs
+
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    stopper = EnergyStopper("score", TrialBudget(max_energy_j=25.0), total_steps=STEPS)
+    tuner = tune.Tuner(
+        _trainable,
+        param_space={"passes": tune.grid_search([1, 80]), "db": db},
+        tune_config=tune.TuneConfig(max_concurrent_trials=1),
+        run_config=tune.RunConfig(stop=stopper, storage_path=str(tmp_path / "ray"),
+                                  verbose=0),
+    )
+    results = tuner.fit()
+    by_passes = {r.config["passes"]: r for r in results}
+    assert by_passes[1].metrics["training_iteration"] == STEPS
+    assert by_passes[80].metrics["training_iteration"] < STEPS
+    assert list(stopper.stopped) == [by_passes[80].metrics["trial_id"]]
+    assert "exceeds the budget" in next(iter(stopper.stopped.values()))
+    with open_store(db) as store:
+        runs = job_runs(store, "tune-digits")
+    assert len(runs) == 2
+    assert all(r.energy.total_j > 0 for r in runs)
