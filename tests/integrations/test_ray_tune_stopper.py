@@ -17,7 +17,24 @@ from greenml.integrations.search_budget import TrialBudget
 
 ray = pytest.importorskip("ray")
 tune = pytest.importorskip("ray.tune")
-STEPS = 10
+STEPS = 8
+# Ray's start and a trial's actor take seconds each; on a loaded machine, minutes
+pytestmark = pytest.mark.timeout(600)
+
+
+def test_the_stopper_reads_the_energy_the_trainable_reports() -> None:
+    """The stopper alone, fed the results a trainable reports (no cluster needed)."""
+    from greenml.integrations.ray_tune import EnergyStopper
+
+    stopper = EnergyStopper("score", TrialBudget(max_energy_j=50.0), total_steps=10)
+    cheap = [stopper("a", {"score": 0.1 * i, "greenml_energy_j": 2.0 * i,
+                           "training_iteration": i}) for i in range(1, 11)]  # fmt: skip
+    costly = [stopper("b", {"score": 0.1 * i, "greenml_energy_j": 10.0 * i,
+                            "training_iteration": i}) for i in range(1, 5)]  # fmt: skip
+    assert not any(cheap)
+    assert costly == [False, False, True, True]  # 100 J projected from the third report
+    assert list(stopper.stopped) == ["b"]
+    assert not stopper("c", {"score": 1.0})  # a result without energy is never judged
 
 
 @pytest.fixture
@@ -53,7 +70,7 @@ def test_the_costly_trial_is_stopped_and_both_are_runs_of_one_job(
     from greenml.store.jobs import job_runs
 
     db = f"sqlite:///{tmp_path / 'runs.db'}"
-    stopper = EnergyStopper("score", TrialBudget(max_energy_j=25.0), total_steps=STEPS)
+    stopper = EnergyStopper("score", TrialBudget(max_energy_j=20.0), total_steps=STEPS)
     tuner = tune.Tuner(
         _trainable,
         param_space={"passes": tune.grid_search([1, 80]), "db": db},
