@@ -69,14 +69,15 @@ def pop_cap_request(
 
 def cap_summary(block: Mapping[str, Any]) -> str:
     """One line: the changes, the CO2 saved against uncapped (±) and the time it cost."""
-    from greenml.quantities import co2, duration
+    from greenml.quantities import co2, duration, pm
 
     saved = float(block["co2_saved_g"])
+    u = float(block["co2_saved_uncertainty_g"])
+    amount = f"{co2(saved)} {pm(u / abs(saved))}" if saved else f"{co2(0.0)} ± {co2(u)}"
     line = (
         f"greenml: capped at {block['capped_limit_w']:g} W for {duration(block['capped_s'])} "
         f"({len(block['changes'])} change(s), dirty above {block['dirty_above_g_per_kwh']:.0f} "
-        f"g/kWh): {co2(saved)} ± {co2(block['co2_saved_uncertainty_g'])} CO2eq saved against "
-        f"uncapped (estimated, GPU only), {duration(block['time_cost_s'])} longer; intensity: "
-        f"{block['intensity_source']}"
+        f"g/kWh): {amount} saved against uncapped (estimated, GPU only), "
+        f"{duration(block['time_cost_s'])} longer; intensity: {block['intensity_source']}"
     )
     return line + (f"; {block['note']}" if block.get("note") else "")
