@@ -325,7 +325,8 @@ def run(
         green.finish()
     if capping is not None:  # limits restored, whatever happened to the run
         cap_line = cap_summary(capping.finish())
-        print(cap_line, file=sys.stderr) if not quiet else None
+        if not quiet:
+            print(cap_line, file=sys.stderr)
     if not quiet:
         _summarize(result)
         if green is not None:
