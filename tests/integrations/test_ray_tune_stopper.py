@@ -55,36 +55,36 @@ def _trainable(config: dict[str, Any]) -> None:
     x, y = load_digits(return_X_y=True)
     model = SGDClassifier(random_state=0)
     trial_id = tune.get_context().get_trial_id()
-    with measure_trial("tune-digits", trial_id, ci=300, db=config["db"], sample_hz=5) as m:
+    with measure_trial("tune-digits", trial_id, budget=TrialBudget(max_energy_j=20.0),
+                       total_steps=STEPS, ci=300, db=config["db"], sample_hz=5) as m:  # fmt: skip
         for _ in range(STEPS):
             for _ in range(config["passes"]):
                 model.partial_fit(x, y, classes=list(range(10)))
-            tune.report({"score": float(model.score(x, y)), **m.metrics()})
+            tune.report(m.result({"score": float(model.score(x, y))}, "score"))
+            if m.stopped_because:
+                break
 
 
-def test_the_costly_trial_is_stopped_and_both_are_runs_of_one_job(
+def test_the_costly_trial_ends_itself_and_both_are_runs_of_one_job(
     local_ray: None, tmp_path: Path
 ) -> None:
-    from greenml.integrations.ray_tune import EnergyStopper
     from greenml.store import open_store
     from greenml.store.jobs import job_runs
 
     db = f"sqlite:///{tmp_path / 'runs.db'}"
-    stopper = EnergyStopper("score", TrialBudget(max_energy_j=20.0), total_steps=STEPS)
     tuner = tune.Tuner(
         _trainable,
         param_space={"passes": tune.grid_search([1, 80]), "db": db},
         tune_config=tune.TuneConfig(max_concurrent_trials=1),
-        run_config=tune.RunConfig(stop=stopper, storage_path=str(tmp_path / "ray"),
-                                  verbose=0),
+        run_config=tune.RunConfig(storage_path=str(tmp_path / "ray"), verbose=0),
     )
     results = tuner.fit()
     by_passes = {r.config["passes"]: r for r in results}
     assert by_passes[1].metrics["training_iteration"] == STEPS
+    assert "greenml_stopped" not in by_passes[1].metrics
     assert by_passes[80].metrics["training_iteration"] < STEPS
-    assert list(stopper.stopped) == [by_passes[80].metrics["trial_id"]]
-    assert "exceeds the budget" in next(iter(stopper.stopped.values()))
+    assert "exceeds the budget" in by_passes[80].metrics["greenml_stopped"]
     with open_store(db) as store:
-        runs = job_runs(store, "tune-digits")
-    assert len(runs) == 2
-    assert all(r.energy.total_j > 0 for r in runs)
+        runs = {r.status: r for r in job_runs(store, "tune-digits")}
+    assert set(runs) == {"completed", "interrupted"}  # the stopped trial's energy is kept too
+    assert all(r.energy.total_j > 0 for r in runs.values())

@@ -1,19 +1,26 @@
-"""A Ray Tune stopper that stops a trial whose energy or CO2 will exceed its budget.
+"""Stop Ray Tune trials whose energy or CO2 will exceed their budget.
 
-The trainable measures itself and reports its energy with each result::
+The trainable measures itself as a greenml run of the search's job and judges
+each result with the budget; a trial over it ends itself, so its run — with the
+energy it spent — is stored under the job like the others::
+
+    budget = TrialBudget(max_energy_j=50e3)
 
     def trainable(config):
-        with measure_trial("hpo-1", tune.get_context().get_trial_id(), ci=350) as m:
+        trial = tune.get_context().get_trial_id()
+        with measure_trial("hpo-1", trial, budget=budget, total_steps=20, ci=350) as m:
             for step in range(20):
                 score = train_one_epoch(config)
-                tune.report({"score": score, **m.metrics()})
+                tune.report(m.result({"score": score}, "score"))
+                if m.stopped_because:
+                    break
 
-    stopper = EnergyStopper("score", TrialBudget(max_energy_j=50e3), total_steps=20)
-    tune.Tuner(trainable, run_config=tune.RunConfig(stop=stopper), ...).fit()
-
-The rule is :func:`greenml.integrations.search_budget.judge`; the stopper runs in
-the driver and reads the ``greenml_energy_j`` the trainable reported. Every
-trial's run is stored under the job ``hpo-1``, so the reports count the search.
+:class:`EnergyStopper` makes the same decision in the driver, from the
+``greenml_energy_j`` a trainable reports with ``m.metrics()``, for a trainable
+that does not judge itself. Tune then ends the trial's process at once, so
+that trial's run is not stored: prefer the trainable's own check when the
+reports must count the whole search. The rule is
+:func:`greenml.integrations.search_budget.judge`.
 """
 
 from __future__ import annotations
@@ -37,16 +44,39 @@ from greenml.integrations.search_budget import (
 log = logging.getLogger("greenml")
 
 
-class _Reporting(TrialMeter):
+class TuneTrial(TrialMeter):
+    """A trial measured inside its trainable; judged on each result when given a budget."""
+
+    budget: TrialBudget | None = None
+    total_steps: int | None = None
+
     def metrics(self) -> dict[str, float]:
         """The figures the stopper reads, to add to each ``tune.report``."""
         return {ENERGY_KEY: self.energy_j()}
 
+    def result(self, metrics: dict[str, Any], metric: str) -> dict[str, Any]:
+        """``metrics`` with the trial's energy; judged against the budget (``stopped_because``)."""
+        energy = self.energy_j()
+        self.progress.add(len(self.progress.points) + 1, energy, float(metrics[metric]))
+        out = {**metrics, ENERGY_KEY: energy}
+        if self.budget is not None and self.stopped_because is None:
+            decision = judge(self.progress, self.budget, self.total_steps, self.g_per_kwh())
+            if decision.stop:
+                self.stopped_because = decision.reason
+                log.info("greenml: trial %s stopped: %s", self.trial, decision.reason)
+        if self.stopped_because:
+            out["greenml_stopped"] = self.stopped_because
+        return out
+
 
 @contextmanager
-def measure_trial(search: str, trial_id: str, **run_options: Any) -> Iterator[_Reporting]:
+def measure_trial(
+    search: str, trial_id: str, *, budget: TrialBudget | None = None,
+    total_steps: int | None = None, **run_options: Any,
+) -> Iterator[TuneTrial]:  # fmt: skip
     """Measure a Ray Tune trial (inside the trainable) as a greenml run of job ``search``."""
-    meter = _Reporting(search, trial_id, **run_options)
+    meter = TuneTrial(search, trial_id, **run_options)
+    meter.budget, meter.total_steps = budget, total_steps
     status = "completed"
     try:
         yield meter
@@ -54,7 +84,7 @@ def measure_trial(search: str, trial_id: str, **run_options: Any) -> Iterator[_R
         status = "interrupted"
         raise
     finally:
-        meter.finish(status)
+        meter.finish("interrupted" if meter.stopped_because else status)
 
 
 class EnergyStopper(tune.Stopper):  # type: ignore[misc]  # ray is untyped
