@@ -20,7 +20,7 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 # torch is pinned to the CPU build that lies on these machines' disk (an unpinned torch pulls
 # a several-GB CUDA build); the package's own extra keeps only a lower bound.
 TORCH_PIN := torch==2.13.0
-TEST_EXTRAS := dev,savings,docs,postgres,server,examples,serve,llm,serving,ann,embeddings,compress,resilience,lightning,transformers,otlp,ray,mlflow,wandb,tensorboard,tables,notebooks,llm-clients
+TEST_EXTRAS := dev,savings,docs,postgres,server,examples,serve,llm,serving,ann,embeddings,compress,resilience,lightning,transformers,otlp,ray,ray-tune,optuna,mlflow,wandb,tensorboard,tables,notebooks,llm-clients
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q '$(TORCH_PIN)'

@@ -28,6 +28,7 @@ COMMANDS = {
     "estimate": "greenml.cli.estimate:estimate",
     "ledger": "greenml.cli.ledger:ledger",
     "check": "greenml.cli.check:check",
+    "bisect": "greenml.cli.bisect:bisect",
     "report": "greenml.cli.report:report",
     "exporter": "greenml.cli.exporter:exporter",
     "monitor": "greenml.cli.monitor:monitor",

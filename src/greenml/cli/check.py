@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from greenml.cli.options import db_option, json_option
 from greenml.store.export import json_text
+
+if TYPE_CHECKING:
+    from greenml.report.explain import Explanation
 
 _EPILOG = """\b
 Each --baseline/--candidate is a stored run id (a unique prefix is enough) or a
@@ -27,6 +30,7 @@ Repeat them to compare means over several runs.
 Examples:
   greenml check --baseline 5b1463e4 --candidate run.json --max-increase 5%
   greenml check -b main-1.json -b main-2.json -c pr-1.json -c pr-2.json
+  greenml check -b 5b1463e4 -c 9f0c2a71 --explain   # and name what changed
 \b
 Exit status: 0 pass, 1 fail, 2 bad input, 3 inconclusive (the increase is
 above the allowance only within its uncertainty; the line says how many runs
@@ -59,6 +63,11 @@ a side would decide it).
     help="Energy compared: the total, or the dynamic part (the total less the CPU's "
     "static idle-floor share); auto: dynamic when every run records it.",
 )
+@click.option(
+    "--explain", is_flag=True,
+    help="Also name what changed between the sides: packages, driver, CUDA, framework, "
+    "git commit and dirty state, hardware, greenml's settings.",
+)  # fmt: skip
 @json_option("Print the verdict as JSON on stdout.")
 @db_option
 @click.pass_context
@@ -69,6 +78,7 @@ def check(
     max_increase: str,
     unit: str | None,
     compare: str,
+    explain: bool,
     as_json: bool,
     db_url: str | None,
 ) -> None:
@@ -82,13 +92,25 @@ def check(
     allowed = parse_threshold(max_increase)
     base, cand = _load([baselines, candidates], db_url)
     verdict = run_check(base, cand, allowed, unit=unit, compare=compare)
+    why = _explain(base, cand) if explain else None
     if as_json:
-        click.echo(json_text(verdict.to_dict(), ensure_ascii=False))
+        out = verdict.to_dict() | ({"explain": why.to_dict()} if why else {})
+        click.echo(json_text(out, ensure_ascii=False))
     else:
         click.echo(verdict.line())
+        for line in why.lines() if why else []:
+            click.echo(line)
     _remember(verdict.to_dict(), db_url)
     if verdict.outcome != "pass":
         ctx.exit(EXIT_CODES[verdict.outcome])
+
+
+def _explain(base: list[dict[str, Any]], cand: list[dict[str, Any]]) -> Explanation:
+    """The environment diff of the two sides (``--explain``)."""
+    from greenml.record.run_record import RunRecord
+    from greenml.report.explain import explain
+
+    return explain([RunRecord.from_dict(r) for r in base], [RunRecord.from_dict(r) for r in cand])
 
 
 EXIT_CODES = {"pass": 0, "fail": 1, "inconclusive": 3}

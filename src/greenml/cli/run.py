@@ -32,6 +32,7 @@ from greenml.cli.options import (
     trace_renamed,
     zone_option,
 )
+from greenml.cli.run_dirty_cap import CAP_OPTIONS, cap_summary, dirty_cap_options, pop_cap_request
 from greenml.store.export import json_text
 
 _PATH = click.Path(exists=True, dir_okay=False, path_type=str)
@@ -122,6 +123,7 @@ RUN_HELP_SECTIONS = (
     ("Cost", ("--price", "--price-trace", "--instance", "--spot", "--instance-prices")),
     ("Budgets, trackers and exports", ("--budget", "--on-budget", "--log-to", "--push-gateway",
                                        "--otlp-endpoint")),
+    ("Carbon-aware power capping", CAP_OPTIONS),
     ("Green hours", ("--when", "--deadline", "--duration", "--earliest-start", "--interruptible",
                      "--min-chunk", "--max-pieces")),
 )  # fmt: skip
@@ -212,6 +214,7 @@ RUN_HELP_SECTIONS = (
 )
 @accounting_options
 @when_options
+@dirty_cap_options  # --cap-when-dirty (issue 33)
 @click.argument(
     "command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="COMMAND [ARGS]"
 )
@@ -255,6 +258,7 @@ def run(
     from greenml.run.process import exit_like
     from greenml.run.runner import RunOptions, parse_tags, run_measured
 
+    capping_asked = pop_cap_request(accounting, deadline, duration, parse_gpus(gpus))
     db_url = setting("store.db", db_url)  # option > environment > config file
     accounting["pue"] = setting("run.pue", accounting.get("pue"))
     accounting["price"] = setting("run.price", accounting.get("price"))
@@ -291,7 +295,8 @@ def run(
     )
     green = None
     planned = (deadline, duration, earliest_start, min_chunk, max_pieces)
-    if when == "green" or interruptible or any(v is not None for v in planned):
+    green_asked = any(v is not None for v in planned) and capping_asked is None
+    if when == "green" or interruptible or green_asked:
         from greenml.run.green import GreenRequest, start_green
 
         request = GreenRequest(
@@ -303,17 +308,27 @@ def run(
         )  # fmt: skip
         green = start_green(request, options, quiet=quiet)  # checks, plans, waits (countdown)
         green.attach(options)  # the plan goes into the run record
+    from greenml.optimize.dirty_cap_run import start_dirty_cap
+
+    capping = start_dirty_cap(capping_asked, accounting) if capping_asked else None
+    if capping is not None:
+        capping.attach(options)  # the dirty_cap block goes into the run record
     live = None if quiet or not sys.stderr.isatty() else _LiveLine()
     on_tick = live.update if live else None
+    ticks = capping.tick(on_tick) if capping else on_tick  # --cap-when-dirty
     result = run_measured(
         options,
-        on_tick=green.tick(on_tick) if green else on_tick,
+        on_tick=green.tick(ticks) if green else ticks,
         on_progress=live.progress if live else None,
     )
     if live:
         live.clear()
     if green is not None:
         green.finish()
+    if capping is not None:  # limits restored, whatever happened to the run
+        cap_line = cap_summary(capping.finish())
+        if not quiet:
+            print(cap_line, file=sys.stderr)
     if not quiet:
         _summarize(result)
         if green is not None:

@@ -453,3 +453,34 @@ EXTRA_BLOCKS: dict[str, Any] = {
     "workflow": WorkflowBlock,
 }
 """The record keys outside the core that greenml itself writes, and their types."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapChange(Block):
+    """One change of the GPU power limit by ``--cap-when-dirty``."""
+
+    at: str = field(default="", metadata=meta(required=True, format="date-time"))
+    power_limit_w: float = field(default=0.0, metadata=REQUIRED)
+    intensity_g_per_kwh: float = field(default=0.0, metadata=REQUIRED)
+    reason: str = field(default="", metadata=REQUIRED)  # dirty, clean, deadline: no slack left
+
+
+@dataclass(frozen=True, kw_only=True)
+class DirtyCapBlock(Block):
+    """Carbon-aware power capping during the run, and the CO2 saved against running uncapped."""
+
+    dirty_above_g_per_kwh: float = field(default=0.0, metadata=REQUIRED)
+    capped_limit_w: float = field(default=0.0, metadata=REQUIRED)
+    uncapped_limit_w: float = field(default=0.0, metadata=REQUIRED)
+    intensity_source: str = field(default="", metadata=REQUIRED)
+    curve_source: str = field(default="", metadata=REQUIRED)
+    slack_s: float | None = None  # the time the deadline allowed to lose; None: no deadline
+    changes: list[CapChange] = field(default_factory=list, metadata=REQUIRED)
+    capped_s: float = field(default=0.0, metadata=REQUIRED)
+    co2_g: float = field(default=0.0, metadata=REQUIRED)
+    co2_uncapped_g: float = field(default=0.0, metadata=REQUIRED)
+    co2_saved_g: float = field(default=0.0, metadata=REQUIRED)
+    co2_saved_uncertainty_g: float = field(default=0.0, metadata=meta(required=True, minimum=0))
+    time_cost_s: float = field(default=0.0, metadata=REQUIRED)
+    method: str = field(default="", metadata=REQUIRED)
+    note: str | None = None

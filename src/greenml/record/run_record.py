@@ -12,8 +12,9 @@ Versions (``schema_version``):
    (a version-2 record reads as before: absent blocks stay absent);
 4. adds the optional ``workflow`` block (model and tool calls of an agent workflow,
    :mod:`greenml.llm.remote`); older records read as before. The optional ``policy``
-   block (the savings policy in force, :mod:`greenml.savings.policy`) came later within
-   version 4: a record without it reads as before.
+   block (the savings policy in force, :mod:`greenml.savings.policy`) and ``dirty_cap``
+   block (``greenml run --cap-when-dirty``) came later within version 4, without a
+   bump: a record without them reads as before.
 
 A record reads back to exactly the dict it was stored as, so records ledgered
 by any version keep their hash. The JSON Schema of the record is generated
@@ -30,6 +31,7 @@ from greenml.record.blocks import (
     CarbonMarketBlock,
     CostBlock,
     DeviceProvenance,
+    DirtyCapBlock,
     EmbodiedBlock,
     FlopsBlock,
     JobBlock,
@@ -198,6 +200,7 @@ class RunRecord(Block):
     flops: FlopsBlock | None = None
     workflow: WorkflowBlock | None = None
     policy: PolicyBlock | None = None
+    dirty_cap: DirtyCapBlock | None = None
     index_sha256: str | None = field(default=None, metadata=meta(pattern="^[0-9a-f]{64}$"))
 
     def _repr_html_(self) -> str:

@@ -85,6 +85,8 @@ class Run:
         push_gateway, otlp_endpoint: At the end, push the run's figures to a Prometheus
             Pushgateway / an OTLP metrics endpoint (as ``greenml run``'s options).
         json_out: At the end, also write the run record as JSON to this file.
+        job: The ``job`` block of the job this run is a part of (``job_id``, ``step_id``,
+            ``node_rank`` …, as ``greenml run --job`` records it; a search's trials).
         sensors: Measure with these sensors instead of this machine's (tests, replays).
         store: Store the run (``False``: only measure and account it).
         tick_s: How often the background thread projects, checks the budget and logs windows.
@@ -116,6 +118,7 @@ class Run:
         push_gateway: str | None = None,
         otlp_endpoint: str | None = None,
         json_out: str | Path | None = None,
+        job: Mapping[str, Any] | None = None,
         include_hostname: bool = True,
         sensors: Sequence[Sensor] | None = None,
         store: bool = True,
@@ -140,6 +143,7 @@ class Run:
         self._include_hostname, self._given_sensors, self._store = include_hostname, sensors, store
         self._log_to, self._tick_s = list(log_to), tick_s
         self._push = (push_gateway, otlp_endpoint, None if json_out is None else str(json_out))
+        self._job = None if job is None else dict(job)
         if json_out is not None:
             from greenml.run.preflight import check_run_inputs
 
@@ -219,7 +223,8 @@ class Run:
         settings = SessionSettings(
             name=self.name, command=[sys.executable, *sys.argv], tags=dict(self.tags),
             db_url=self._db, include_hostname=self._include_hostname, store=self._store,
-            accounting=options, budget=self.budget, start_extra={"run_api": "python"},
+            accounting=options, budget=self.budget,
+            start_extra={"run_api": "python", **({"job": self._job} if self._job else {})},
             sinks=run_sinks(push_gateway, otlp_endpoint,
                             None if json_out is None else Path(json_out)),
         )  # fmt: skip
