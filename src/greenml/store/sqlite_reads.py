@@ -92,7 +92,7 @@ class SqliteReader:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the run store {self.url}: {exc}") from exc
         names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def close(self) -> None:
         """Close the connection."""
