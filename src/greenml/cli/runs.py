@@ -16,6 +16,7 @@ from greenml.store.export import json_text
 if TYPE_CHECKING:
     from greenml.record.blocks import JobBlock
     from greenml.record.run_record import RunRecord
+    from greenml.store.sqlite_reads import SqliteReader
 
 
 @click.group()
@@ -264,7 +265,8 @@ def _listed_rows(
     from greenml.run.runner import parse_tags
 
     with open_ingested(db_url) as store:
-        rows = store.list_runs(limit=limit, name=name, tag=parse_tags(tags) or None)
+        rows: list[dict[str, Any]] = store.list_runs(limit=limit, name=name,
+                                                     tag=parse_tags(tags) or None)  # fmt: skip
     return rows
 
 
@@ -280,10 +282,11 @@ def _run_record(db_url: str | None, run_id: str) -> RunRecord:
 
         return RunRecord.from_dict(found)
     with open_ingested(db_url) as store:
-        return store.get_run_record(run_id)
+        typed: RunRecord = store.get_run_record(run_id)
+    return typed
 
 
-def _light_reader(db_url: str | None) -> Any:
+def _light_reader(db_url: str | None) -> SqliteReader | None:
     """The SQLAlchemy-free reader of a SQLite store of this schema with nothing waiting in the
     spool (:mod:`greenml.store.sqlite_reads`); ``None``: open the full store."""
     from greenml.run.spool import has_pending
