@@ -84,3 +84,21 @@ def test_other_schema_or_missing_file_opens_nothing(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
     assert open_sqlite_reader(path, f"sqlite:///{path}") is None
+
+
+def test_job_records_match_the_store(tmp_path: Path) -> None:
+    from greenml.store.jobs import job_runs
+
+    path = tmp_path / "g.db"
+    with open_store(str(path)) as store:
+        for rank in (0, 1):
+            run_id = _finished(store, f"n{rank}", 1_700_000_000.0 + rank)
+            store.update_extra(run_id, {"job": {"job_id": "J_1%", "node_rank": rank}})
+        _finished(store, "other", 1_700_000_100.0)
+        expected = [r.to_dict() for r in job_runs(store, "J_1%")]
+    reader = open_sqlite_reader(path, f"sqlite:///{path}")
+    assert reader is not None
+    with reader:
+        assert not reader.has_unfinished()
+        assert [r.to_dict() for r in job_runs(reader, "J_1%")] == expected
+    assert len(expected) == 2

@@ -256,7 +256,7 @@ def _listed_rows(
     db_url: str | None, limit: int, name: str | None, tags: tuple[str, ...]
 ) -> list[dict[str, Any]]:
     """``runs list``'s rows: through the light SQLite reader when it can answer."""
-    reader = None if tags else _light_reader(db_url)
+    reader = None if tags else light_reader(db_url)
     if reader is not None:
         with reader:
             listed = reader.list_runs(limit=limit, name=name)
@@ -272,7 +272,7 @@ def _listed_rows(
 
 def _run_record(db_url: str | None, run_id: str) -> RunRecord:
     """``runs show``'s record: through the light SQLite reader when it can answer."""
-    reader = _light_reader(db_url)
+    reader = light_reader(db_url)
     found = None
     if reader is not None:
         with reader:
@@ -286,7 +286,7 @@ def _run_record(db_url: str | None, run_id: str) -> RunRecord:
     return typed
 
 
-def _light_reader(db_url: str | None) -> SqliteReader | None:
+def light_reader(db_url: str | None) -> SqliteReader | None:
     """The SQLAlchemy-free reader of a SQLite store of this schema with nothing waiting in the
     spool (:mod:`greenml.store.sqlite_reads`); ``None``: open the full store."""
     from greenml.run.spool import has_pending

@@ -16,11 +16,14 @@ import socket
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from greenml.errors import RunNotFound, StoreError
 from greenml.store import record as rec
 from greenml.store.schema_version import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from greenml.record.run_record import RunRecord
 
 AMBIGUOUS_SHOWN = 10
 """At most this many ids are named when a prefix matches several runs (as the Store does)."""
@@ -70,6 +73,37 @@ class SqliteReader:
             return None
         windows = self._rows("SELECT * FROM windows WHERE run_id = ? ORDER BY id", [run_id])
         return rec.build_record(rows[0], windows, None, now=time.time(), hostname=self._hostname)
+
+    def has_unfinished(self) -> bool:
+        """Whether a run has no stored energy yet (its record needs its samples: the Store)."""
+        return bool(self._rows("SELECT 1 AS x FROM runs WHERE energy IS NULL LIMIT 1", []))
+
+    def records_containing(
+        self, fragment: str, project_id: int | None = None
+    ) -> list[RunRecord]:
+        """The Store's :meth:`~greenml.store.repository.Store.records_containing`, for a store
+        without unfinished runs (see :meth:`has_unfinished`); oldest first.
+
+        Raises:
+            StoreError: A matching run has no stored energy (ask the Store).
+        """
+        from greenml.record.run_record import RunRecord
+
+        escaped = fragment.replace("/", "//").replace("%", "/%").replace("_", "/_")
+        query = "SELECT * FROM runs WHERE extra LIKE '%' || ? || '%' ESCAPE '/'"
+        params: list[Any] = [escaped]
+        if project_id is not None:
+            query += " AND project_id = ?"
+            params.append(project_id)
+        rows = self._rows(query + " ORDER BY started_at, id", params)
+        now, out = time.time(), []
+        for row in rows:
+            if row["energy"] is None:
+                raise StoreError(f"run {row['id']} is unfinished: read it through the Store")
+            windows = self._rows("SELECT * FROM windows WHERE run_id = ? ORDER BY id", [row["id"]])
+            record = rec.build_record(row, windows, None, now=now, hostname=self._hostname)
+            out.append(RunRecord.from_dict(record))
+        return out
 
     def _resolve(self, id_or_prefix: str) -> str:
         prefix = id_or_prefix.strip().lower()
