@@ -205,12 +205,12 @@ class Recorder:
         """Store the run through the open store; a record that cannot be read back is an error
         kept in ``self.error`` (the run is stored: it is not spooled again)."""
         from greenml.run.persist import store_run
-        from greenml.run.upload import upload_stored
+        from greenml.run.upload_later import send_or_hand_off
 
         try:
             self._flush()  # the samples since the last flush
             stored = store_run(self._store, finished, self._so_far)  # the store + ledger sink
-            self.sent = upload_stored(self._store, stored)  # the team-server sink
+            self.sent = send_or_hand_off(self._store, stored, self.start.db_url)  # team server
             return stored.record
         finally:
             self._store.close()

@@ -35,6 +35,7 @@ from greenml.run.process import Child, run_status
 from greenml.run.projection import ProgressTracker, Projection
 from greenml.run.recorder import Recorder, RunStart
 from greenml.run.session import finish_blocks, sends_to_server
+from greenml.run.upload_later import upload_in_background
 from greenml.run.window_feed import WindowFeed
 
 if TYPE_CHECKING:
@@ -228,8 +229,9 @@ def _measure(
                            budget.block)  # fmt: skip
     status = run_status(code, [*child.interrupted_by, *budget.signals])
     extra = {**options.extra(), **blocks} if options.extra is not None else blocks
-    # a run for a team server is stored and sent before greenml returns, however short
-    wait = options.wait_for_store or sends_to_server()
+    # a run for a team server is stored and sent before greenml returns where the machine may
+    # end with greenml (CI, Slurm ...); elsewhere a detached sender sends it (run.upload_later)
+    wait = options.wait_for_store or (sends_to_server() and not upload_in_background())
     record = recorder.finish(
         measurement, exit_code=code, status=status, ended_at=time.time(), notes=meter.notes,
         wait_for_store=wait, extra=extra, windows=tracker.windows,
