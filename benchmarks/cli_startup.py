@@ -38,14 +38,14 @@ RUN_TARGET_RATIO = 1.3
 READ_TARGET_MS = 300.0
 
 
-def bench_env(home: Path) -> dict[str, str]:
+def bench_env(home: Path, src: Path = SRC) -> dict[str, str]:
     """A throw-away HOME and store; no GREENML_* or CI setting of the caller's."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("GREENML_") and k not in ("CI", "SLURM_JOB_ID")}  # fmt: skip
     env.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"),
                XDG_CONFIG_HOME=str(home / "config"), XDG_CACHE_HOME=str(home / "cache"),
                GREENML_SPOOL_DIR=str(home / "spool"))  # fmt: skip
-    env["PYTHONPATH"] = f"{SRC}{os.pathsep}{env.get('PYTHONPATH', '')}".rstrip(os.pathsep)
+    env["PYTHONPATH"] = f"{src}{os.pathsep}{env.get('PYTHONPATH', '')}".rstrip(os.pathsep)
     return env
 
 
@@ -100,9 +100,11 @@ def verdict(ok: bool) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="counted runs of each command")
+    parser.add_argument("--src", type=Path, default=SRC, help="greenml sources to time "
+                        "(another checkout's src/, for a before/after)")  # fmt: skip
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="greenml-bench-cli-") as tmp:
-        env = bench_env(Path(tmp))
+        env = bench_env(Path(tmp), args.src)
         cli = [PY, "-m", "greenml"]
         reference = ["sh", "-c", f"{PY} -c pass && true"]
         run = pairs([*cli, "run", "-q", "--", "true"], reference, args.runs, env, True)

@@ -77,10 +77,12 @@ def wait_for_count(tmp: Path, count: int, limit_s: float = 30.0) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--src", type=Path, default=None, help="greenml sources to time "
+                        "(another checkout's src/, for a before/after)")  # fmt: skip
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="greenml-bench-upload-") as name:
         tmp = Path(name)
-        env = bench_env(tmp)
+        env = bench_env(tmp, args.src) if args.src else bench_env(tmp)
         server, url, token = start_server(tmp, env)
         try:
             plain = [PY, "-m", "greenml", "run", "-q", "--", "true"]
