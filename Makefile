@@ -115,20 +115,7 @@ $(BENCH_STAMP): $(TEST_STAMP)
 # an editable checkout under PYTHONDONTWRITEBYTECODE=1 would recompile every call.
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m compileall -q src
-	$(BIN)/python benchmarks/core_speed.py
-	$(BIN)/python benchmarks/intensity_load.py
-	$(BIN)/python benchmarks/accounting_speed.py
-	$(BIN)/python benchmarks/diagnose_speed.py
-	$(BIN)/python benchmarks/scrape_speed.py
-	$(BIN)/python benchmarks/exporter_load.py
-	$(BIN)/python benchmarks/forecast_skill.py
-	$(BIN)/python benchmarks/replay_speed.py
-	$(BIN)/python benchmarks/spot_checkpointing.py
-	$(BIN)/python benchmarks/resilience_checkpoint.py
-	$(BIN)/python benchmarks/semantic_cache_speed.py
-	$(BIN)/python benchmarks/redis_cache_speed.py
-	$(BIN)/python benchmarks/middleware_overhead.py
-	$(BIN)/python benchmarks/settle_speed.py
+	$(BIN)/python benchmarks/run_targets.py
 
 # Zeus's own simulator side by side (installs zeus==0.16.0 into a throwaway venv; ~16 min on 2 free cores).
 bench-zeus: $(TEST_STAMP)

@@ -35,8 +35,10 @@ def _env(tmp_path: Path) -> dict[str, str]:
 def test_the_spool_hint_never_prints_the_db_password(tmp_path: Path) -> None:
     """A store that does not answer: the run waits in the spool, and the hint naming the
     command that stores it shows the URL with its password masked (and quoted)."""
+    # long enough for the recorder (which waits 0.25 s, then imports SQLAlchemy) to meet
+    # the refusal before the command ends, on a busy machine too
     done = subprocess.run([PY, "-m", "greenml", "run", "--db", UNREACHABLE, "--", PY, "-c",
-                           "import time; time.sleep(1.2)"], capture_output=True, text=True,
+                           "import time; time.sleep(5)"], capture_output=True, text=True,
                           env=_env(tmp_path), timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "the run waits in" in done.stderr, done.stderr

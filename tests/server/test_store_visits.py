@@ -47,11 +47,15 @@ class Visits:
 
     @property
     def reads(self) -> list[str]:
-        return [s for s in self.statements if s.lstrip().upper().startswith("SELECT")]
+        """Reads of the run's rows (the schema version read when a store opens is not one:
+        a short run's recorder opens the store at its end)."""
+        return [s for s in self.statements if s.lstrip().upper().startswith("SELECT")
+                and "FROM meta" not in s]  # fmt: skip
 
 
 @pytest.fixture
 def visits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Visits]:
+    monkeypatch.setenv("CI", "true")  # sent before greenml returns (elsewhere: handed off)
     counter = Visits("mine.db")
     event.listen(Engine, "before_cursor_execute", counter)
     finish = recorder_module.Recorder.finish

@@ -108,7 +108,7 @@ def test_greenml_run_sends_the_run(live: LiveServer, tmp_path: Path) -> None:
     from tests.server.live import SRC
 
     live.start()
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env = {**os.environ, "PYTHONPATH": str(SRC), "CI": "true"}  # sent before greenml returns
     env.pop("GREENML_SERVER")  # the option alone names the server
     done = subprocess.run(
         [sys.executable, "-m", "greenml", "run", "-q", "--server", live.url,
@@ -135,7 +135,7 @@ def test_a_short_run_with_a_server_is_sent_before_greenml_run_returns(
     from tests.server.live import SRC
 
     live.start()
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env = {**os.environ, "PYTHONPATH": str(SRC), "CI": "true"}  # a CI job: nothing detached
     env.pop("GREENML_SERVER")
     done = subprocess.run(
         [sys.executable, "-m", "greenml", "run", "--server", live.url,

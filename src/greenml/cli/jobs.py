@@ -12,6 +12,7 @@ from greenml.cli.options import db_option, json_option, server_read_option
 from greenml.store.export import json_text
 
 if TYPE_CHECKING:
+    from greenml.record.run_record import RunRecord
     from greenml.run.server_settings import ServerSettings
 
 
@@ -104,13 +105,9 @@ def show(
 
         summary = server_job(server, job_id)
     else:
-        from greenml.cli.runs import open_ingested
         from greenml.jobs.summary import summarize_job
-        from greenml.store.jobs import job_runs
 
-        with open_ingested(db_url) as store:
-            records = job_runs(store, job_id)
-        summary = summarize_job(job_id, records)
+        summary = summarize_job(job_id, _job_records(db_url, job_id))
     if sacct or (sacct is None and "slurm" in (*summary.sources, summary.scheduler)):
         from greenml.jobs.sacct import compare_sacct
 
@@ -129,6 +126,20 @@ def show(
         print(json_text(data, ensure_ascii=False, indent=2))
         return
     _print_job(data)
+
+
+def _job_records(db_url: str | None, job_id: str) -> list[RunRecord]:
+    """The job's runs: through the light SQLite reader when every stored run is finished."""
+    from greenml.cli.runs import light_reader, open_ingested
+    from greenml.store.jobs import job_runs
+
+    reader = light_reader(db_url)
+    if reader is not None:
+        with reader:
+            if not reader.has_unfinished():
+                return job_runs(reader, job_id)
+    with open_ingested(db_url) as store:
+        return job_runs(store, job_id)
 
 
 def _print_job(data: dict[str, Any]) -> None:

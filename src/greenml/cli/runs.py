@@ -15,6 +15,8 @@ from greenml.store.export import json_text
 
 if TYPE_CHECKING:
     from greenml.record.blocks import JobBlock
+    from greenml.record.run_record import RunRecord
+    from greenml.store.sqlite_reads import SqliteReader
 
 
 @click.group()
@@ -37,16 +39,15 @@ def list_runs(
     from rich.table import Table
 
     from greenml.cli.read_from import read_server
-    from greenml.run.runner import parse_tags
 
     server = read_server(db_url, server_url)
     if server is not None:
         from greenml.jobs.remote import server_runs
+        from greenml.run.runner import parse_tags
 
         rows = server_runs(server, limit, name, parse_tags(tags))
     else:
-        with open_ingested(db_url) as store:
-            rows = store.list_runs(limit=limit, name=name, tag=parse_tags(tags) or None)
+        rows = _listed_rows(db_url, limit, name, tags)
     if as_json:
         for row in rows:
             print(json_text(row, ensure_ascii=False))
@@ -76,8 +77,7 @@ def list_runs(
 @click.argument("run_id")
 def show(db_url: str | None, run_id: str) -> None:
     """One run: what ran, how it ended, energy per component and device."""
-    with open_ingested(db_url) as store:
-        typed = store.get_run_record(run_id)
+    typed = _run_record(db_url, run_id)
     console = render.console()
     exited = f" (exit {typed.exit_code})" if typed.exit_code is not None else ""
     duration = typed.duration_s
@@ -250,6 +250,54 @@ def _export_table(
     finally:
         if output:
             handle.close()
+
+
+def _listed_rows(
+    db_url: str | None, limit: int, name: str | None, tags: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """``runs list``'s rows: through the light SQLite reader when it can answer."""
+    reader = None if tags else light_reader(db_url)
+    if reader is not None:
+        with reader:
+            listed = reader.list_runs(limit=limit, name=name)
+        if listed is not None:
+            return listed
+    from greenml.run.runner import parse_tags
+
+    with open_ingested(db_url) as store:
+        rows: list[dict[str, Any]] = store.list_runs(limit=limit, name=name,
+                                                     tag=parse_tags(tags) or None)  # fmt: skip
+    return rows
+
+
+def _run_record(db_url: str | None, run_id: str) -> RunRecord:
+    """``runs show``'s record: through the light SQLite reader when it can answer."""
+    reader = light_reader(db_url)
+    found = None
+    if reader is not None:
+        with reader:
+            found = reader.get_record_dict(run_id)
+    if found is not None:
+        from greenml.record.run_record import RunRecord
+
+        return RunRecord.from_dict(found)
+    with open_ingested(db_url) as store:
+        typed: RunRecord = store.get_run_record(run_id)
+    return typed
+
+
+def light_reader(db_url: str | None) -> SqliteReader | None:
+    """The SQLAlchemy-free reader of a SQLite store of this schema with nothing waiting in the
+    spool (:mod:`greenml.store.sqlite_reads`); ``None``: open the full store."""
+    from greenml.run.spool import has_pending
+    from greenml.store.sqlite_reads import open_sqlite_reader
+    from greenml.store.url import resolve_url, sqlite_path
+
+    url = resolve_url(db_url)
+    path = sqlite_path(url)
+    if path is None or has_pending(db_url or ""):
+        return None
+    return open_sqlite_reader(path, url)
 
 
 def open_ingested(db_url: str | None) -> Any:

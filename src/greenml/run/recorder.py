@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +52,9 @@ class RunStart:
 class Recorder:
     """Owns the store connection of one run; every store error is kept, never raised."""
 
-    def __init__(self, start: RunStart, meter: Meter, flush_s: float = 2.0) -> None:
+    def __init__(
+        self, start: RunStart, meter: Meter, flush_s: float = 2.0, quiet_start_s: float = 0.25
+    ) -> None:
         self.start = start
         self.run_id = new_run_id()
         self.error: GreenmlError | None = None
@@ -63,6 +64,8 @@ class Recorder:
         self._meter = meter
         self._flush_s = min(flush_s, 5.0)
         self._stop = threading.Event()
+        self._quiet_start_s = quiet_start_s
+        self._hurry = threading.Event()  # set by finish: open the store now if still needed
         self._lock = threading.Lock()
         self._created = False
         self._abandoned = False
@@ -73,7 +76,12 @@ class Recorder:
         self._thread.start()
 
     def _work(self) -> None:
-        time.sleep(0)  # hand the GIL back at once: the thread that started us returns first
+        # A command that ends within ``quiet_start_s`` goes to the spool untouched: importing
+        # SQLAlchemy here would only compete with the run's end for the GIL.
+        self._hurry.wait(self._quiet_start_s)
+        with self._lock:
+            if self._abandoned:
+                return
         try:
             from greenml.run.environment import capture_environment
             from greenml.store import open_store
@@ -155,6 +163,7 @@ class Recorder:
             hand_off = not self._created and not wait_for_store
             self._abandoned = hand_off
         self._stop.set()
+        self._hurry.set()
         if not hand_off:
             self._thread.join()  # the environment is captured by now
         finished = self._finished(
@@ -196,12 +205,12 @@ class Recorder:
         """Store the run through the open store; a record that cannot be read back is an error
         kept in ``self.error`` (the run is stored: it is not spooled again)."""
         from greenml.run.persist import store_run
-        from greenml.run.upload import upload_stored
+        from greenml.run.upload_later import send_or_hand_off
 
         try:
             self._flush()  # the samples since the last flush
             stored = store_run(self._store, finished, self._so_far)  # the store + ledger sink
-            self.sent = upload_stored(self._store, stored)  # the team-server sink
+            self.sent = send_or_hand_off(self._store, stored, self.start.db_url)  # team server
             return stored.record
         finally:
             self._store.close()

@@ -33,6 +33,7 @@ from greenml.run.preflight import check_run_inputs
 from greenml.run.process import Child, run_status
 from greenml.run.run_session import RUN_WINDOW, RunSession, SessionSettings, run_sinks
 from greenml.run.session import sends_to_server
+from greenml.run.upload_later import upload_in_background
 
 if TYPE_CHECKING:
     from greenml.record.run_record import RunRecord
@@ -200,8 +201,10 @@ def _measure(
         meter.notes.append(note)
     _remove(events_path or "")
     status = run_status(code, [*child.interrupted_by, *stopped_by_budget])
-    # a run for a team server is stored and sent before greenml returns, however short
-    wait = options.wait_for_store or options.json_out is not None or sends_to_server()
+    # a run for a team server is stored and sent before greenml returns where the machine may
+    # end with greenml (CI, Slurm ...); elsewhere a detached sender sends it (run.upload_later)
+    wait = (options.wait_for_store or options.json_out is not None
+            or (sends_to_server() and not upload_in_background()))  # fmt: skip
     record = session.finish(status, code, extra=options.extra() if options.extra else None,
                             wait_for_store=wait)  # fmt: skip
     recorder = session.recorder

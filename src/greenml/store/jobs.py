@@ -11,10 +11,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from typing import Protocol
 
 from greenml.errors import JobNotFound
 from greenml.record.run_record import RunRecord
-from greenml.store.repository import Store
+
+
+class Store(Protocol):
+    """What the job queries read: the run store, or its SQLite reader
+    (:class:`~greenml.store.sqlite_reads.SqliteReader`)."""
+
+    def records_containing(
+        self, fragment: str, project_id: int | None = None
+    ) -> list[RunRecord]: ...
 
 _ANY_JOB = '"job": {'
 

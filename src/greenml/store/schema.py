@@ -21,9 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 6
-"""Bump when the tables change (and add the step to :mod:`greenml.store.migrations`);
-a database newer than the code is refused."""
+from greenml.store.schema_version import SCHEMA_VERSION as SCHEMA_VERSION
 
 RUN_STATUSES = ("running", "completed", "failed", "interrupted", "incomplete")
 FINAL_STATUSES = ("completed", "failed", "interrupted", "incomplete")
