@@ -35,6 +35,7 @@ COMMANDS = {
     "optimize": "greenml.cli.optimize:optimize",
     "gpu": "greenml.cli.gpu:gpu",
     "doctor": "greenml.cli.doctor:doctor",
+    "calibrate": "greenml.cli.calibrate:calibrate",
     "plan": "greenml.cli.plan:plan",
     "compress": "greenml.cli.compress:compress",
     "serve": "greenml.cli.serve:serve",
