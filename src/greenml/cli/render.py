@@ -176,7 +176,7 @@ def node_lines(block: dict[str, Any] | None) -> list[str]:
     fit_rel = float(cal.get("residual_rel") or 0.0)
     how = (f"calibrated on {cal.get('runs')} runs, residual ±{fit_rel * 100:.1f} %" if cal
            else f"{block.get('source')}, {block.get('method')}")  # fmt: skip
-    share_text = f", {share:.0%} of node" if isinstance(share, (int, float)) else ""
+    share_text = f", {share * 100:.0f} % of node" if isinstance(share, (int, float)) else ""
     spread_text = f" ±{energy(float(spread), residual)}" if isinstance(spread, (int, float)) else ""
     return [
         f"node: {energy(node_j)} {percent(float(block.get('uncertainty_rel') or 0.0))} ({how})",
