@@ -60,3 +60,40 @@ def sushy_static(mockup: Path = MOCKUP) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@contextmanager
+def snmpsim(data_dir: Path, records: dict[str, str]) -> Iterator[int]:
+    """snmpsim's command responder serving ``records`` (community → .snmprec text); the UDP port.
+
+    snmpsim refuses to run as root without dropping to a user; as root it is told to
+    "drop" to root itself (a user like nobody could not read a pyenv Python under /root).
+    """
+    import grp
+    import pwd
+
+    data = data_dir / "data"
+    cache = data_dir / "cache"
+    data.mkdir()
+    cache.mkdir()
+    for community, text in records.items():
+        (data / f"{community}.snmprec").write_text(text)
+    user = pwd.getpwuid(os.getuid()).pw_name
+    group = grp.getgrgid(os.getgid()).gr_name
+    port = free_port(socket.SOCK_DGRAM)
+    log = data_dir / "snmpsim.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([tool("snmpsim-command-responder"), f"--data-dir={data}",
+                                 f"--cache-dir={cache}", f"--agent-udpv4-endpoint=127.0.0.1:{port}",
+                                 f"--process-user={user}", f"--process-group={group}"],
+                                stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while b"Listening at UDP" not in log.read_bytes():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"snmpsim did not start: {log.read_text()[-500:]}")
+            time.sleep(0.2)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
