@@ -41,7 +41,7 @@ class Plug:
 
 def _handler(plug: Plug, kind: str) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             plug.requests.append(self.path)
             url = urlsplit(self.path)
             query = parse_qs(url.query)

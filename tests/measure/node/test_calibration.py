@@ -58,8 +58,8 @@ def test_kept_per_host_and_used_for_a_run_without_a_meter(tmp_path: Path) -> Non
     save(a, path)
     save(fit(runs_of(40.0, 1.05, 0.01), hostname="b"), path)
     assert load("a", path) == a and load("b", path) is not None and load("c", path) is None
-    m = Measurement("run", datetime(2026, 11, 28, tzinfo=timezone.utc), 100.0, {"gpu": ComponentEnergy(
-        {"gpu0": DeviceEnergy(30000.0, "counter", 0.05, "GPU")})})  # fmt: skip
+    gpu = ComponentEnergy({"gpu0": DeviceEnergy(30000.0, "counter", 0.05, "GPU")})
+    m = Measurement("run", datetime(2026, 11, 28, tzinfo=timezone.utc), 100.0, {"gpu": gpu})
     block = node_block(m, a)
     assert block is not None and block["method"] == "estimated"
     assert block["energy_j"] == pytest.approx(a.static_w * 100 + a.factor * 30000)

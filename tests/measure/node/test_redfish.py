@@ -55,8 +55,9 @@ BUSY = "import time\nt=time.time()\nwhile time.time()-t<{s}: pass\n"
 
 def _run(tmp_path: Path, db: str, name: str, code: str, *extra: str) -> dict:
     out = tmp_path / f"{name}.json"
-    done = greenml_cli("run", "--db", db, "--name", name, "--json-out", str(out), "--gpus",
-                       "none", "--sample-hz", "5", *extra, "--", sys.executable, "-c", code)  # fmt: skip
+    done = greenml_cli("run", "--db", db, "--name", name, "--json-out", str(out),
+                       "--gpus", "none", "--sample-hz", "5", *extra,
+                       "--", sys.executable, "-c", code)  # fmt: skip
     assert done.returncode == 0, done.stderr
     record = json.loads(out.read_text())
     record["_stderr"] = done.stderr
