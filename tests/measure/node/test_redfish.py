@@ -102,8 +102,11 @@ def test_run_with_a_node_meter_then_calibrate_then_a_calibrated_run(
 
 
 def test_calibrate_with_too_few_runs_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    from greenml.store import open_store
+
     db = f"sqlite:///{tmp_path / 'empty.db'}"
-    _run(tmp_path, db, "plain", "pass")
+    with open_store(db):  # a store with no run in it
+        pass
     done = greenml_cli("calibrate", "--db", db)
     assert done.returncode == 2
     assert "needs at least 2 runs" in done.stderr and "Traceback" not in done.stderr
