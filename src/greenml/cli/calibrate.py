@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from greenml.cli.options import db_option, json_option
 from greenml.store.export import json_text
+
+if TYPE_CHECKING:
+    from greenml.record.run_record import RunRecord
 
 
 @click.command()
@@ -45,7 +49,8 @@ def calibrate(db_url: str | None, host: str | None, limit: int, path: Path | Non
                 continue  # no meter: a calibrated figure is not a measurement to fit
             if record.environment.hostname not in (None, host):
                 continue
-            found.append(NodeRun(record.duration_s, node.energy_j, node.components_j, record.id))
+            found.append(NodeRun(record.duration_s, node.energy_j, node.components_j, record.id,
+                                 _modelled_j(record)))  # fmt: skip
     calibration = fit(found, host, f"{len(found)} runs in {db_url or 'the default store'}")
     target = path or calibration_path()
     if not dry_run:
@@ -58,4 +63,16 @@ def calibrate(db_url: str | None, host: str | None, limit: int, path: Path | Non
     click.echo(f"{host}: node = {calibration.static_w:.1f} W static + "
                f"{calibration.factor:.3f} × components")  # fmt: skip
     click.echo(f"  {calibration.label} ({error} RMS error of the node energy)")
+    if calibration.cpu_model_scale is not None:
+        cpu_error = (calibration.cpu_model_error_rel or 0.0) * 100
+        click.echo(f"  CPU model: its figures × {calibration.cpu_model_scale:.2f} match the node "
+                   f"(held-out error ±{cpu_error:.1f} %)")  # fmt: skip
+    else:
+        click.echo(f"  CPU model not fitted: {calibration.cpu_model_note}")
     click.echo("  not kept (--dry-run)" if dry_run else f"  kept in {target}")
+
+
+def _modelled_j(record: RunRecord) -> float:
+    """Joules of the run's devices that greenml's CPU/DRAM model estimated."""
+    return sum(d.energy_j for c in ("cpu", "dram") if (comp := record.energy.components.get(c))
+               for d in comp.devices.values() if d.method == "estimated")  # fmt: skip

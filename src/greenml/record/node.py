@@ -26,6 +26,9 @@ class NodeCalibration(Block):
     held_out: bool = False
     fitted_at: str | None = None
     source: str | None = None
+    cpu_model_scale: float | None = None
+    cpu_model_error_rel: float | None = None
+    cpu_model_note: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -97,3 +97,19 @@ def test_any_set_of_runs_fits_or_is_refused_in_one_line(rows: list[tuple[float, 
         assert "\n" not in str(exc)
         return
     assert isinstance(cal, Calibration) and cal.residual_rel >= 0
+
+
+def test_the_cpu_models_scale_is_recovered_where_model_and_meters_vary_apart() -> None:
+    rng = random.Random(3)
+    runs = []
+    for _ in range(10):
+        d = rng.uniform(60, 3600)
+        gpu_j, cpu_model_j = d * rng.uniform(100, 700), d * rng.uniform(20, 120)
+        # the node sees the CPU at 1.4 × what the model said, all through a PSU factor 1.1
+        node = (60 * d + 1.1 * (gpu_j + 1.4 * cpu_model_j)) * (1 + rng.gauss(0, 0.005))
+        runs.append(NodeRun(d, node, gpu_j + cpu_model_j, modelled_j=cpu_model_j))
+    cal = fit(runs, hostname="h")
+    assert cal.cpu_model_scale == pytest.approx(1.4, rel=0.1)
+    assert cal.cpu_model_error_rel is not None and cal.cpu_model_error_rel < 0.02
+    measured_only = fit([NodeRun(r.duration_s, r.node_j, r.components_j) for r in runs], "h")
+    assert measured_only.cpu_model_scale is None and "CPU model" in measured_only.cpu_model_note

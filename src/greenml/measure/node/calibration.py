@@ -31,12 +31,14 @@ MIN_RUNS = 2
 
 @dataclass(frozen=True)
 class NodeRun:
-    """What a fit needs of one run: its duration, its node and its components' energy."""
+    """What a fit needs of one run: its duration, its node and its components' energy
+    (``modelled_j`` of it from the CPU/DRAM model, see :mod:`.cpu_scale`)."""
 
     duration_s: float
     node_j: float
     components_j: float
     run_id: str = ""
+    modelled_j: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,9 @@ class Calibration:
     held_out: bool
     fitted_at: str
     source: str = ""
+    cpu_model_scale: float | None = None
+    cpu_model_error_rel: float | None = None
+    cpu_model_note: str = ""
 
     def node_j(self, duration_s: float, components_j: float) -> float:
         """The node's energy this calibration gives for a run's duration and components."""
@@ -69,7 +74,10 @@ class Calibration:
         try:
             return cls(str(data["hostname"]), float(data["static_w"]), float(data["factor"]),
                        int(data["runs"]), float(data["residual_rel"]), bool(data["held_out"]),
-                       str(data["fitted_at"]), str(data.get("source", "")))  # fmt: skip
+                       str(data["fitted_at"]), str(data.get("source", "")),
+                       _optional(data.get("cpu_model_scale")),
+                       _optional(data.get("cpu_model_error_rel")),
+                       str(data.get("cpu_model_note", "")))  # fmt: skip
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"a node calibration is incomplete: {exc!r}") from None
 
@@ -111,8 +119,16 @@ def fit(runs: Sequence[NodeRun], hostname: str | None = None, source: str = "") 
         errors.append((s * run.duration_s + f * run.components_j - run.node_j) / run.node_j)
     residual_rel = math.sqrt(sum(e * e for e in errors) / len(errors))
     now = datetime.now(timezone.utc).isoformat()
+    from greenml.measure.node.cpu_scale import fit_cpu_model_scale
+
+    cpu = fit_cpu_model_scale(usable)
+    scale, scale_error, note = (None, None, cpu) if isinstance(cpu, str) else (*cpu, "")
     return Calibration(hostname or socket.gethostname(), static_w, factor, len(usable),
-                       residual_rel, held_out, now, source)  # fmt: skip
+                       residual_rel, held_out, now, source, scale, scale_error, note)  # fmt: skip
+
+
+def _optional(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def calibration_path(folder: Path | None = None) -> Path:
