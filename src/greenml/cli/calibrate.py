@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 @click.command()
 @db_option
-@click.option("--host", metavar="NAME",
+@click.option("--hostname", "host", metavar="NAME",
               help="The machine to calibrate (default: this one's host name).")  # fmt: skip
 @click.option("--limit", type=click.IntRange(min=0), default=500, show_default=True,
               help="Look at the newest N runs (0: all).")  # fmt: skip
