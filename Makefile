@@ -20,7 +20,7 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 # torch is pinned to the CPU build that lies on these machines' disk (an unpinned torch pulls
 # a several-GB CUDA build); the package's own extra keeps only a lower bound.
 TORCH_PIN := torch==2.13.0
-TEST_EXTRAS := dev,savings,docs,postgres,server,examples,serve,llm,serving,ann,embeddings,compress,resilience,lightning,transformers,otlp,ray,ray-tune,optuna,mlflow,wandb,tensorboard,tables,notebooks,llm-clients
+TEST_EXTRAS := dev,savings,docs,postgres,server,examples,serve,llm,serving,ann,embeddings,compress,resilience,lightning,transformers,otlp,ray,ray-tune,optuna,mlflow,wandb,tensorboard,tables,notebooks,llm-clients,node,nodesim
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q '$(TORCH_PIN)'
@@ -55,6 +55,18 @@ $(PROMTOOL_STAMP): | $(BIN)/python
 # their own daemons from a generated config and use the local MariaDB (127.0.0.1:3306,
 # root) for a database of their own; without Slurm they skip, or fail under CI=true.
 # apt-get update runs only when the package lists do not know slurm-wlm yet.
+# Debian's ipmitool, the client the IPMI DCMI node-meter tests drive (tests/measure/node).
+IPMITOOL_STAMP := $(VENV)/.stamp-ipmitool
+$(IPMITOOL_STAMP): | $(BIN)/python
+	@if command -v ipmitool >/dev/null; then :; \
+	elif command -v apt-get >/dev/null; then \
+	  { { apt-cache show ipmitool >/dev/null 2>&1 || $(SUDO) apt-get update -q; } && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	      ipmitool; \
+	  } || { echo "installing ipmitool failed" >&2; [ "$$CI" != true ]; }; \
+	else echo "ipmitool not found and no apt-get: the IPMI node-meter tests will skip" >&2; fi
+	@if command -v ipmitool >/dev/null; then touch $@; fi
+
 SLURM_STAMP := $(VENV)/.stamp-slurm
 $(SLURM_STAMP): | $(BIN)/python
 	@if command -v slurmctld >/dev/null && command -v munged >/dev/null && \
@@ -102,7 +114,7 @@ $(FLOWER_STAMP): pyproject.toml
 unit: $(TEST_STAMP)
 	$(BIN)/pytest -q -m "not slow" -n auto
 
-test: lint typecheck docs $(TEST_STAMP) $(CHROMIUM_STAMP) $(PROMTOOL_STAMP) $(SLURM_STAMP) $(FLOWER_STAMP)
+test: lint typecheck docs $(TEST_STAMP) $(CHROMIUM_STAMP) $(PROMTOOL_STAMP) $(SLURM_STAMP) $(FLOWER_STAMP) $(IPMITOOL_STAMP)
 	$(BIN)/pytest -q
 
 BENCH_STAMP := $(VENV)/.stamp-bench

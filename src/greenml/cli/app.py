@@ -36,6 +36,7 @@ COMMANDS = {
     "optimize": "greenml.cli.optimize:optimize",
     "gpu": "greenml.cli.gpu:gpu",
     "doctor": "greenml.cli.doctor:doctor",
+    "calibrate": "greenml.cli.calibrate:calibrate",
     "plan": "greenml.cli.plan:plan",
     "compress": "greenml.cli.compress:compress",
     "inference": "greenml.cli.inference:inference",

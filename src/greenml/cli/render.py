@@ -165,9 +165,31 @@ def carbon_lines(block: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def node_lines(block: dict[str, Any] | None) -> list[str]:
+    """The node's meter (or calibration), the components' sum and the residual."""
+    if not block or not isinstance(block.get("energy_j"), (int, float)):
+        return []
+    node_j, comp_j = float(block["energy_j"]), float(block.get("components_j") or 0.0)
+    residual, spread = float(block.get("residual_j") or 0.0), block.get("residual_uncertainty_j")
+    share = block.get("residual_share")
+    cal = block.get("calibration") or {}
+    fit_rel = float(cal.get("residual_rel") or 0.0)
+    how = (f"calibrated on {cal.get('runs')} runs, residual ±{fit_rel * 100:.1f} %" if cal
+           else f"{block.get('source')}, {block.get('method')}")  # fmt: skip
+    share_text = f", {share * 100:.0f} % of node" if isinstance(share, (int, float)) else ""
+    spread_text = f" ±{energy(float(spread), residual)}" if isinstance(spread, (int, float)) else ""
+    return [
+        f"node: {energy(node_j)} {percent(float(block.get('uncertainty_rel') or 0.0))} ({how})",
+        f"      components {energy(comp_j, node_j)} "
+        f"{percent(float(block.get('components_uncertainty_rel') or 0.0))} · residual "
+        f"{energy(residual, node_j)}{spread_text}{share_text} (PSU losses, fans, NICs, disks)",
+    ]
+
+
 def footprint_lines(blocks: dict[str, Any]) -> list[str]:
-    """Market-based and embodied carbon, water and counted work: one line each where known."""
-    lines = []
+    """Market-based and embodied carbon, water, counted work and the node: one line each
+    where known."""
+    lines = node_lines(blocks.get("node"))
     market = blocks.get("carbon_market") or {}
     if market.get("status") == "ok" and market.get("kg") is not None:
         offsets = market.get("offsets_kg")

@@ -115,7 +115,7 @@ if TYPE_CHECKING:
 RUN_HELP_SECTIONS = (
     ("The run", ("--name", "--tag", "--db", "--json-out", "--server", "-q", "--no-hostname",
                  "--kill-on-exit", "--help")),
-    ("What is measured", ("--gpus", "--no-cpu", "--cpu-scope", "--sample-hz")),
+    ("What is measured", ("--gpus", "--no-cpu", "--cpu-scope", "--sample-hz", "--node-meter")),
     ("Distributed jobs", ("--job", "--node-rank", "--job-nodes", "--no-job")),
     ("Carbon intensity and PUE", ("--region", "--zone", "--country", "--ci", "--intensity-trace",
                                   "--intensity-fallback", "--intensity-provider", "--pue")),
@@ -155,6 +155,10 @@ RUN_HELP_SECTIONS = (
     help="For the CPU/DRAM model: the command's process tree or the whole machine.",
 )
 @sample_hz_option(1.0)
+@click.option("--node-meter", metavar="SOURCE",
+              help="Also read the whole node's power: redfish://USER:PASS@BMC, ipmi://…, "
+                   "hwmon:CHIP, shelly://PLUG, tasmota://PLUG, snmp://COMMUNITY@PDU/OID, "
+                   "http(s)://…#JSONPATH (default: $GREENML_NODE_METER).")  # fmt: skip
 @click.option("--no-hostname", is_flag=True, help="Do not record the host name.")
 @click.option("--server", "server_url", metavar="URL",
               help="Also send the run to this team server (default: $GREENML_SERVER or the "
@@ -227,6 +231,7 @@ def run(
     no_cpu: bool,
     cpu_scope: str,
     sample_hz: float,
+    node_meter: str | None,
     no_hostname: bool,
     server_url: str | None,
     quiet: bool,
@@ -271,6 +276,12 @@ def run(
 
         server_settings(server_url)  # a bad URL is an error before the command starts
         os.environ[SERVER_ENV] = server_url  # every writer of this run (and its spool) reads it
+    if node_meter is not None:
+        from greenml.measure.node.discover import NODE_METER_ENV
+        from greenml.measure.node.spec import parse_node_meter
+
+        parse_node_meter(node_meter)  # a bad source is an error before the command starts
+        os.environ[NODE_METER_ENV] = node_meter  # read where the run opens its sensors
     options = RunOptions(
         command=command,
         name=name,

@@ -5,7 +5,7 @@ Order: an option (a CLI option or a ``greenml.Run`` argument) > the environment
 folder, :func:`~greenml.accounting.location.default_config_path`) > the default.
 The ``[location]`` table is the one :mod:`greenml.accounting.location` reads
 (where the first layer naming any location wins as a whole); the other keys
-live in ``[run]`` and ``[store]``. A new setting is one more :class:`Setting` here.
+live in ``[run]``, ``[node]`` and ``[store]``. A new setting is one more :class:`Setting` here.
 
 Lazy imports: the TOML parser and platformdirs, when the file is read.
 """
@@ -84,6 +84,9 @@ SETTINGS: tuple[Setting, ...] = (
             "power samples per second", bounds.sample_hz, bounds.sample_hz),
     Setting("run.log_to", "run", "log_to", "GREENML_LOG_TO", [],
             "trackers: mlflow, wandb, tensorboard", _names),
+    Setting("node.meter", "node", "meter", "GREENML_NODE_METER", None,
+            "node power meter: redfish://, ipmi://, hwmon:, shelly://, tasmota://, snmp://, "
+            "http(s)://…#JSONPATH"),
     Setting("store.db", "store", "db", "GREENML_DB", None,
             "run store: a path or URL (default: the per-user SQLite file)"),
     Setting("server.url", "server", "url", "GREENML_SERVER", None,

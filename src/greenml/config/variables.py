@@ -27,6 +27,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("GREENML_SPOOL_DIR", "folder of runs waiting to be stored", "path"),
     Variable("GREENML_SPOOL_DB_URL", "the store a spooled run goes to (set for the ingester)",
              "handed"),
+    Variable("GREENML_UPLOAD_DB_URL", "the store a handed-off upload reads (set for the sender)",
+             "handed"),
     Variable("GREENML_LEDGER", "the ledger file", "path"),
     Variable("GREENML_LEDGER_KEY", "Ed25519 key that signs new ledger entries", "credential",
              secret=True),

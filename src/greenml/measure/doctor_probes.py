@@ -232,9 +232,12 @@ PROBES: tuple[Probe, ...] = (
 
 
 def diagnose_machine(machine: Machine | None = None) -> list[Finding]:
-    """Every sensor backend, usable or not, on ``machine`` (this one by default)."""
+    """Every sensor backend, usable or not, on ``machine`` (this one by default), then the
+    configured node meter (:mod:`greenml.measure.node.doctor`)."""
+    from greenml.measure.node.doctor import probe_node_meter
+
     machine = machine or Machine()
-    return [probe(machine) for probe in PROBES]
+    return [*(probe(machine) for probe in PROBES), probe_node_meter(machine)]
 
 
 def run_plan() -> tuple[list[DeviceReport], list[str]]:

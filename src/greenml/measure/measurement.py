@@ -39,6 +39,9 @@ DYNAMIC = "dynamic"
 """Part name: energy the work itself caused (the CPU model: from its CPU-seconds)."""
 STATIC = "static"
 """Part name: the work's share of the idle floor, charged over the wall-clock time."""
+NODE = "node"
+"""Component of a node meter (the whole machine at its plug or PSU, :mod:`greenml.measure.node`):
+ground truth beside the components, never added to them (kept in :attr:`Measurement.node`)."""
 
 
 def weakest_method(methods: list[str]) -> str:
@@ -130,12 +133,17 @@ class ComponentEnergy:
 
 @dataclass(slots=True)
 class Measurement:
-    """The result of one named window: duration and energy per component (read-only)."""
+    """The result of one named window: duration and energy per component (read-only).
+
+    ``node``, when a node meter is configured, is the whole machine's energy in the
+    same window: a check on the components, not one of them (not in :attr:`total_j`).
+    """
 
     name: str
     started_at: datetime
     duration_s: float
     components: dict[str, ComponentEnergy] = field(default_factory=dict)
+    node: ComponentEnergy | None = None
 
     @property
     def total_j(self) -> float:

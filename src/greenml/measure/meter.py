@@ -38,6 +38,7 @@ from typing import Any
 from greenml.errors import ConfigError, WindowError
 from greenml.measure.alarm import Alarm
 from greenml.measure.measurement import (
+    NODE,
     ComponentEnergy,
     DeviceEnergy,
     Measurement,
@@ -269,8 +270,10 @@ class Meter:
                     continue
             devices[key] = sampled_energy(channel, begin, end_mono, duration, edges, self._period_s)
         started = datetime.fromtimestamp(begin.wall_s, tz=timezone.utc)
+        node = per_component.pop(NODE, None)  # ground truth beside the components
         components = {c: ComponentEnergy(devices) for c, devices in per_component.items()}
-        return Measurement(name, started, duration, components)
+        return Measurement(name, started, duration, components,
+                           ComponentEnergy(node) if node else None)  # fmt: skip
 
     # ----------------------------------------------------------------- sampling
 
@@ -344,8 +347,9 @@ class Meter:
         return out
 
     def current_power_w(self) -> float:
-        """Sum of the latest power reading of every device."""
-        return sum(ch.timeline.last_power_w or 0.0 for ch in self._channels.values())
+        """Sum of the latest power reading of every device (a node meter's left out)."""
+        return sum(ch.timeline.last_power_w or 0.0 for ch in self._channels.values()
+                   if ch.device.component != NODE)  # fmt: skip
 
     def timeline(self, key: str, since_s: float | None = None) -> tuple[list[float], list[float]]:
         """(Unix times, watts) recorded for one device.

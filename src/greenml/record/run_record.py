@@ -14,7 +14,9 @@ Versions (``schema_version``):
    :mod:`greenml.llm.remote`); older records read as before. The optional ``policy``
    block (the savings policy in force, :mod:`greenml.savings.policy`) and ``dirty_cap``
    block (``greenml run --cap-when-dirty``) came later within version 4, without a
-   bump: a record without them reads as before.
+   bump: a record without them reads as before;
+5. adds the optional ``node`` block (a node meter or calibration beside the components,
+   and the residual, :mod:`greenml.record.node`); older records read as before.
 
 A record reads back to exactly the dict it was stored as, so records ledgered
 by any version keep their hash. The JSON Schema of the record is generated
@@ -43,8 +45,9 @@ from greenml.record.blocks import (
     WorkflowBlock,
 )
 from greenml.record.codec import REQUIRED, Block, meta
+from greenml.record.node import NodeBlock
 
-RECORD_SCHEMA_VERSION = 4
+RECORD_SCHEMA_VERSION = 5
 """The version of the records this greenml writes."""
 
 RunStatus = Literal["running", "completed", "failed", "interrupted", "incomplete"]
@@ -201,6 +204,7 @@ class RunRecord(Block):
     workflow: WorkflowBlock | None = None
     policy: PolicyBlock | None = None
     dirty_cap: DirtyCapBlock | None = None
+    node: NodeBlock | None = None
     index_sha256: str | None = field(default=None, metadata=meta(pattern="^[0-9a-f]{64}$"))
 
     def _repr_html_(self) -> str:

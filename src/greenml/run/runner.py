@@ -280,9 +280,7 @@ def _open_gpus(options: RunOptions) -> tuple[list[Sensor], list[str]]:
 
         with contextlib.suppress(Exception):  # only a warm-up: errors come when it is used
             cpu_tdp(cpu_model_name())
-    if options.gpus is not None and len(options.gpus) == 0:
-        return [], []
-    return discover_sensors(options.gpus, cpu=False)
+    return discover_sensors(options.gpus, cpu=False)  # --gpus none: none, the node meter still
 
 
 def _close(sensors: list[Sensor]) -> None:

@@ -38,7 +38,10 @@ def finish_blocks(
 ) -> dict[str, Any]:
     """The blocks a finished run adds to its record, the same under both drivers."""
     from greenml.accounting.run_accounting import account_safely, effective_rates
+    from greenml.measure.measurement import NODE
 
+    # a node meter's timeline is the whole machine: not one more device to add in
+    timelines = {k: v for k, v in timelines.items() if not k.startswith(NODE)}
     blocks: dict[str, Any] = dict(account_safely(accounting, measurement, dict(timelines)))
     progress = tracker.summary(**effective_rates(blocks, measurement.total_kwh))
     if progress is not None:
@@ -53,6 +56,11 @@ def finish_blocks(
     policy = policy_in_force(name, tags)
     if policy is not None:
         blocks["policy"] = policy
+    from greenml.measure.node.balance import run_node_block
+
+    node = run_node_block(measurement)  # node meter (or calibration), components, residual
+    if node is not None:
+        blocks["node"] = node
     return blocks
 
 

@@ -245,7 +245,10 @@ def discover_sensors(
     pid: int | None = None,
     marker: str | None = None,
 ) -> tuple[list[Sensor], list[str]]:
-    """The machine's sensors, and notes on what could not be measured and why."""
+    """The machine's sensors, and notes on what could not be measured and why.
+
+    A configured node meter (:mod:`greenml.measure.node`) comes last, as device ``node0``.
+    """
     sensors: list[Sensor] = []
     notes: list[str] = []
     if gpus is None or len(gpus) > 0:
@@ -261,4 +264,9 @@ def discover_sensors(
                 continue
             sensors.append(sensor)
         notes.extend(cpu_notes)
+    from greenml.measure.node.discover import node_sensors_safely
+
+    node, node_notes = node_sensors_safely(sys_root())  # beside the components, not among them
+    sensors.extend(node)
+    notes.extend(node_notes)
     return sensors, notes
