@@ -185,3 +185,34 @@ def test_on_a_time_sliced_trace_the_activity_split_beats_the_equal_split() -> No
     assert abs(float(rows["server"]["equal"]) - float(rows["server"]["truth"])) > (
         float(rows["server"]["truth"]))  # the equal split more than doubles the server's share
     assert float(rows["notebook (idle)"]["ours"]) == 0.0 < float(rows["notebook (idle)"]["equal"])
+
+
+def test_a_run_is_charged_its_share_of_a_gpu_others_use_too() -> None:
+    """greenml run's process scope: alone on the GPU the run takes the whole counter;
+    beside another process, its SM-activity share and the idle draw in proportion."""
+    from greenml.measure.sensors.nvml import NvmlSensor
+    from greenml.measure.sensors.nvml_share import SHARE_NOTE, ProcessGpuShare
+
+    clock = FakeClock(0.0)
+    procs = [SharedProcess(101, 500.0, [ProcPhase(0.0, 0.6)]),
+             SharedProcess(202, 300.0, [ProcPhase(0.0, 0.0), ProcPhase(10.0, 0.2)])]  # fmt: skip
+    gpu = shared_gpu(h100("GPU-0"), IDLE_W, procs)
+    nvml = SharedFakeNvml([gpu], {0: procs}, clock=clock)
+    nvml.gpus[0].processes = [(101, 1)]  # the other process arrives at 10 s
+    run = ProcessGpuShare(NvmlSensor(nvml=nvml), pids=lambda: {101}, clock=clock)
+    assert SHARE_NOTE not in run.devices[0].note  # alone at the start: nothing to say
+    run.read_energy_j()
+    clock.advance(10.0)
+    alone = run.read_energy_j()["gpu0"]
+    assert alone == pytest.approx((IDLE_W + 500 * 0.6) * 10.0, rel=1e-6) and not run.shared
+    nvml.gpus[0].processes = [(101, 1), (202, 1)]
+    clock.advance(10.0)
+    shared = run.read_energy_j()["gpu0"] - alone
+    board = (IDLE_W + 500 * 0.6 + 300 * 0.2) * 10.0
+    active_share = 0.6 / 0.8  # SM-time: 60 % against 20 %
+    expected = active_share * (board - IDLE_W * 10.0) + active_share * IDLE_W * 10.0
+    assert run.shared == {"gpu0"}  # no quiet window: no idle learned, all by activity
+    late = ProcessGpuShare(NvmlSensor(nvml=nvml), pids=lambda: {101}, clock=clock)
+    assert SHARE_NOTE in late.devices[0].note  # shared from the start: labelled
+    assert shared == pytest.approx(expected, rel=0.02)
+    assert shared < board
