@@ -26,8 +26,8 @@ Examples:
   greenml estimate --gpu H100 --count 8 --hours 100 --utilization 0.8
   greenml estimate --flops 3.14e23 --gpu V100S --mfu 0.4
   greenml estimate --params 70e9 --tokens 15e12 --gpu H100 --count 1024 --zone DE
-  greenml estimate --energy-kwh 433196 --idle-kwh 256646 --gpu A100 --count 384 \\
-      --hours 2820.3 --ci 57 --lifetime-years 6 --lifetime-use 0.85      (BLOOM)
+  greenml estimate --gpu A100 --hours 1082990 --idle-kwh 256646 --ci 57 \\
+      --lifetime-years 6 --lifetime-use 0.85     (BLOOM: 39.3 t + 11.2 t embodied)
   greenml estimate --energy-kwh 914 --region us-central1 --year 2021
 """
 
@@ -68,7 +68,7 @@ Examples:
 @click.option("--lifetime-use", type=float,
               help="Share of the lifespan in use, (0, 1]  [default: 1.0]")
 @click.option("--year", type=int,
-              help="Data year of --region or --country's factor  [default: newest]")
+              help="Data year of the --zone, --region or --country factor  [default: newest]")
 @price_option
 @click.option("--trials", type=int, default=1, show_default=True, help="Times the job runs.")
 @json_option("Print the estimate as JSON on stdout.")
