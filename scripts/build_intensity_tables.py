@@ -5,7 +5,8 @@ Writes three small CSV files into ``src/greenml/data/`` (see its SOURCES.md):
 - ``intensity_countries.csv``: one row per country, Our World in Data / Ember
   yearly carbon intensity via CodeCarbon 3.3.2's ``global_energy_mix.json``;
 - ``intensity_cloud_regions.csv``: Google Cloud regions from Google's yearly
-  files (newest year listing the region), AWS and Azure regions (and any GCP
+  files (every year, so an earlier year stays selectable; the newest is the
+  default), AWS and Azure regions (and any GCP
   region Google's files lack) from Cloud Carbon Footprint's coefficients;
 - ``intensity_zones.csv``: per Electricity Maps zone and year, the mean of the
   hourly direct and life-cycle intensities.
@@ -78,9 +79,9 @@ def countries(data: Path) -> list[list[object]]:
     return rows
 
 
-def _google(data: Path) -> dict[str, list[object]]:
-    """Google Cloud regions: the newest yearly file that lists each region wins."""
-    latest: dict[str, list[object]] = {}
+def _google(data: Path) -> dict[tuple[str, int], list[object]]:
+    """Google Cloud regions, one row per region and year of Google's yearly files."""
+    latest: dict[tuple[str, int], list[object]] = {}
     for path in sorted((data / "cloud_regions").glob("google_cloud_*.csv")):
         year = int(re.findall(r"\d{4}", path.stem)[0])
         with path.open(encoding="utf-8") as f:
@@ -92,7 +93,7 @@ def _google(data: Path) -> dict[str, list[object]]:
                     continue
                 region = row[0].strip()
                 source = f"Google Cloud region-carbon-info {year}"
-                latest[region] = ["gcp", region, region, row[1].strip(), year,
+                latest[(region, year)] = ["gcp", region, region, row[1].strip(), year,
                                   _num(float(row[3])), scope, source]  # fmt: skip
     return latest
 
@@ -128,9 +129,10 @@ def cloud_regions(data: Path) -> list[list[object]]:
     """Google's own figures for GCP; CCF for AWS, Azure and GCP regions Google lacks."""
     google = _google(data)
     rows = list(google.values())
-    rows += [r for r in _ccf(data, "gcp") if r[1] not in google]
+    named = {region for region, _year in google}
+    rows += [r for r in _ccf(data, "gcp") if r[1] not in named]
     rows += _ccf(data, "aws") + _ccf(data, "azure")
-    return sorted(rows, key=lambda r: (str(r[0]), str(r[1])))
+    return sorted(rows, key=lambda r: (str(r[0]), str(r[1]), str(r[4])))
 
 
 def zones(data: Path) -> list[list[object]]:

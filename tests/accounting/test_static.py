@@ -245,3 +245,23 @@ def test_zone_that_is_a_country_points_to_country() -> None:
     assert "country-level yearly mean" in message and "closest known" not in message
     with pytest.raises(ConfigError, match=r"closest known: US-CAL-CISO.*; or --country US"):
         zone_source("US-CAL-CIS")
+
+
+def test_an_earlier_google_year_stays_selectable() -> None:
+    """BLOOM's deployment (Luccioni et al. 2022) used Google's 2021 us-central1 figure,
+    394 gCO2eq/kWh; the newest (2024) is the default."""
+    old = cloud_region_source("us-central1", year=2021)
+    assert old.intensity(0, 1).series.value_at(0) == 394.0
+    assert old.intensity(0, 1).provenance.year == 2021
+    assert cloud_region_source("gcp:us-central1").intensity(0, 1).provenance.year == 2024
+    life = cloud_region_source("us-central1", year=2019).intensity(0, 1).provenance
+    assert life.scope == "lifecycle"
+    with pytest.raises(ConfigError, match=r"no gcp:us-central1 figure for 2018; years .*2019"):
+        cloud_region_source("us-central1", year=2018)
+
+
+def test_a_country_year_other_than_the_packaged_one_is_refused() -> None:
+    fr = country_source("FR", year=2023).intensity(0, 1)
+    assert fr.provenance.year == 2023
+    with pytest.raises(ConfigError, match=r"no FR figure for 2019; years available: \[2023\]"):
+        country_source("FR", year=2019)

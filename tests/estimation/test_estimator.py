@@ -276,11 +276,21 @@ def test_an_estimate_states_its_uncertainty_and_what_it_rests_on() -> None:
     with_mfu = estimate(gpu="H100", flops=1e21, mfu=0.4)
     assert with_mfu.spread is not None
     assert with_mfu.spread.energy_rel == pytest.approx(math.hypot(POWER_MODEL_REL, MFU_GIVEN_REL))
+    # At peak throughput the time is a lower bound; with the power at TDP the energy is
+    # not (the power is the model's figure), and the estimate says which part bounds what.
     peak = estimate(gpu="H100", flops=1e21)
-    assert peak.spread is not None and peak.spread.lower_bound
+    assert peak.spread is not None and not peak.spread.lower_bound
+    assert peak.spread.time_lower_bound and peak.spread.energy_rel == POWER_MODEL_REL
     data = peak.to_json()
-    assert data["method"] == "estimated" and data["lower_bound"] is True
-    assert "lower bound" in data["uncertainty_basis"]
+    assert data["method"] == "estimated" and data["lower_bound"] is False
+    assert data["time_lower_bound"] is True
+    assert "time is a lower bound" in data["bounds"] and "neither" in data["bounds"]
+    # With a given (measured) power, time at peak × that power is a lower bound on energy.
+    given = estimate(gpu="H100", flops=1e21, power_w=500.0)
+    assert given.spread is not None and given.spread.lower_bound
+    assert "energy is a lower bound" in given.spread.bounds
+    hours = estimate(gpu="H100", hours=10).spread
+    assert hours is not None and not hours.time_lower_bound and hours.bounds == ""
 
 
 def test_a_yearly_intensity_held_over_a_short_job_widens_the_carbon_spread() -> None:

@@ -35,6 +35,10 @@ REQUIRED = [
     "MI300X",
     "TPU v4",
     "TPU v5e",
+    "P100 SXM2 16GB",
+    "P100 PCIe 16GB",
+    "TPU v2",
+    "TPU v3",
 ]
 
 
@@ -91,6 +95,10 @@ def test_every_row_is_sane() -> None:
         ("NVIDIA B200", "B200"),
         ("TPU v4", "TPU v4"),
         ("TPU v5 lite", "TPU v5e"),
+        ("P100", "P100 SXM2 16GB"),  # Strubell et al. 2019
+        ("Tesla P100-PCIE-16GB", "P100 PCIe 16GB"),
+        ("TPUv3", "TPU v3"),
+        ("TPU v2", "TPU v2"),
     ],
 )
 def test_lookup_by_nvml_name_and_alias(query: str, name: str) -> None:
@@ -115,6 +123,10 @@ def test_lookup_by_nvml_name_and_alias(query: str, name: str) -> None:
         ("RTX 4090", 450, 24, 165.2, 165.2),
         ("MI300X", 750, 192, 1307.4, 1307.4),
         ("TPU v4", 192, 32, None, 275),
+        ("P100 SXM2 16GB", 300, 16, 21.2, None),
+        ("P100 PCIe 16GB", 250, 16, 18.7, None),
+        ("TPU v2", 280, 16, None, 45),
+        ("TPU v3", 450, 32, None, 123),
     ],
 )
 def test_datasheet_figures_are_dense(

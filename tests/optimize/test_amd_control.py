@@ -88,7 +88,7 @@ def test_the_power_limit_optimizer_drives_amd_caps(tmp_path: Path) -> None:
     meter = Meter(sensors=[AmdGpuSensor(amdsmi=smi)], sample_hz=0, clock=clock,
                   wall_clock=lambda: 1.7e9)  # fmt: skip
     opt = PowerLimitOptimizer(meter, control=control, step_w=275.0, warmup_steps=1,
-                              profile_steps=2, clock=clock)  # fmt: skip
+                              profile_steps=2, clock=clock, wait_for_steady=False)  # fmt: skip
     assert opt.plan.limits_w == (750.0, 475.0, 200.0)
     caps = []
     for _ in range(12):

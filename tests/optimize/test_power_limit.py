@@ -31,6 +31,9 @@ meter = gpu_fixtures.meter
 
 
 def optimizer(nvml: FakeNvml, meter: Meter, **kw: object) -> PowerLimitOptimizer:
+    """The fake V100's power is steady at once: these tests count steps, so no settling wait
+    (tests/optimize/test_steady.py covers it)."""
+    kw.setdefault("wait_for_steady", False)
     return PowerLimitOptimizer(meter, nvml=nvml, clock=nvml.clock, **kw)  # type: ignore[arg-type]
 
 
@@ -149,7 +152,7 @@ def _start(mode: str, tmp_path: Path) -> tuple[subprocess.Popen[str], dict[str, 
         GREENML_TEST_FAKE_STATE=str(tmp_path / "fake_gpus.json"),
         GREENML_GPU_STATE=str(tmp_path / "greenml_state.json"),
         GREENML_FAKE_NVML=FACTORY,
-        PYTHONPATH=str(REPO),
+        PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO)]),  # this tree's greenml
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.optimize._limit_worker", mode],

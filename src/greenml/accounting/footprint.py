@@ -35,6 +35,7 @@ class Footprint:
         region: The cloud region, if one was given (provider CFE share).
         embodied_kg: A per-GPU embodied figure the user gives.
         lifetime_years: The devices' expected lifespan.
+        lifetime_use: Share of that lifespan the devices are in use (None: all of it).
     """
 
     market: MarketDeclaration | None
@@ -43,6 +44,7 @@ class Footprint:
     region: str | None = None
     embodied_kg: float | None = None
     lifetime_years: float | None = None
+    lifetime_use: float | None = None
 
     def blocks(
         self,
@@ -85,7 +87,7 @@ class Footprint:
         said = "given by the user (--lifetime-years)" if self.lifetime_years else LIFETIME_SOURCE
         out["embodied"] = embodied_block(
             list(devices), embodied_kg=self.embodied_kg, lifetime_years=life,
-            machine_hours=machine_hours, lifetime_source=said,
+            machine_hours=machine_hours, lifetime_source=said, in_use=self.lifetime_use,
         )  # fmt: skip
         return out
 
@@ -132,12 +134,13 @@ def prepare_footprint(
     country: str | None = None,
     embodied_kg: float | None = None,
     lifetime_years: float | None = None,
+    lifetime_use: float | None = None,
 ) -> Footprint:
     """Check the options and build the :class:`Footprint`.
 
     Raises:
         ConfigError: A bad share, certificate, supplier factor, WUE, embodied
-            figure or lifetime.
+            figure, lifetime or share of the lifetime in use.
     """
     from greenml.accounting.market import declaration
     from greenml.accounting.static import cloud_region_place
@@ -149,5 +152,9 @@ def prepare_footprint(
     if lifetime_years is not None and (not math.isfinite(lifetime_years)
                                        or not 0 < lifetime_years <= 30):  # fmt: skip
         raise ConfigError(f"--lifetime-years must be in (0, 30], got {lifetime_years}")
+    if lifetime_use is not None and (not math.isfinite(lifetime_use)
+                                     or not 0 < lifetime_use <= 1):  # fmt: skip
+        raise ConfigError(f"--lifetime-use must be a share in (0, 1], got {lifetime_use}")
     place = country or zone or (cloud_region_place(region) if region else None)
-    return Footprint(market, wue_for(wue), place, region, embodied_kg, lifetime_years)
+    return Footprint(market, wue_for(wue), place, region, embodied_kg, lifetime_years,
+                     lifetime_use)  # fmt: skip

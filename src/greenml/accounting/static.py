@@ -101,7 +101,7 @@ def known_countries() -> list[str]:
 
 def known_cloud_regions() -> list[str]:
     """Every cloud region, as ``provider:region``."""
-    return sorted(row.label for rows in _regions().values() for row in rows)
+    return sorted({row.label for rows in _regions().values() for row in rows})
 
 
 def known_zones() -> list[str]:
@@ -109,15 +109,17 @@ def known_zones() -> list[str]:
     return sorted(_zones())
 
 
-def country_source(country: str) -> ConstantSource:
+def country_source(country: str, *, year: int | None = None) -> ConstantSource:
     """The yearly intensity of a country.
 
     Args:
         country: ISO 3166 alpha-2 (``FR``) or alpha-3 (``FRA``) code, or an
             English name (``France``); case-insensitive.
+        year: The data year; the one packaged by default (one year per country).
 
     Raises:
-        ConfigError: Unknown country; the message lists the closest names.
+        ConfigError: Unknown country (the message lists the closest names), or
+            no figure for that year.
     """
     row = _countries().get(_norm(country))
     if row is None:
@@ -127,19 +129,34 @@ def country_source(country: str) -> ConstantSource:
                  if (len(n) <= 3) == short}  # fmt: skip
         near = [names[n] for n in closest(country, names, limit=15)]
         raise ConfigError(_unknown("country", country, list(dict.fromkeys(near))[:5], False))
+    _check_year(country, year, [row])
     return ConstantSource(row.g_per_kwh, row.provenance)
 
 
-def cloud_region_source(region: str) -> ConstantSource:
+def _check_year(name: str, year: int | None, rows: list[_Row]) -> _Row:
+    """The row of ``year`` (the newest when None); a missing year names those there are."""
+    dated = sorted(rows, key=lambda r: r.provenance.year or 0)
+    if year is None:
+        return dated[-1]
+    match = [r for r in dated if r.provenance.year == year]
+    if not match:
+        years = [r.provenance.year for r in dated if r.provenance.year] or "none (undated)"
+        raise ConfigError(f"no {name} figure for {year}; years available: {years}")
+    return match[0]
+
+
+def cloud_region_source(region: str, *, year: int | None = None) -> ConstantSource:
     """The yearly intensity of a cloud region.
 
     Args:
         region: A Google Cloud, AWS or Azure region (``us-central1``,
             ``eu-west-1``, ``westeurope`` or ``West Europe``), optionally
             prefixed with its provider (``gcp:``, ``aws:``, ``azure:``).
+        year: The data year (Google Cloud: 2019 onwards); the newest by default.
 
     Raises:
-        ConfigError: Unknown or ambiguous region, or unknown provider.
+        ConfigError: Unknown or ambiguous region, unknown provider, or no
+            figure for that year.
     """
     provider, _, name = region.rpartition(":")
     key = name.strip().lower().replace(" ", "")
@@ -153,10 +170,13 @@ def cloud_region_source(region: str) -> ConstantSource:
         rows = [r for r in rows if r.label.startswith(wanted + ":")]
     if not rows:
         raise ConfigError(_unknown("cloud region", region, known_cloud_regions()))
-    if len(rows) > 1:
-        labels = " or ".join(r.label for r in rows)
-        raise ConfigError(f"cloud region {region!r} exists at several providers: write {labels}")
-    return ConstantSource(rows[0].g_per_kwh, rows[0].provenance)
+    labels = list(dict.fromkeys(r.label for r in rows))
+    if len(labels) > 1:
+        raise ConfigError(
+            f"cloud region {region!r} exists at several providers: write {' or '.join(labels)}"
+        )
+    row = _check_year(labels[0], year, rows)
+    return ConstantSource(row.g_per_kwh, row.provenance)
 
 
 def zone_source(

@@ -26,13 +26,17 @@ Examples:
   greenml estimate --gpu H100 --count 8 --hours 100 --utilization 0.8
   greenml estimate --flops 3.14e23 --gpu V100S --mfu 0.4
   greenml estimate --params 70e9 --tokens 15e12 --gpu H100 --count 1024 --zone DE
+  greenml estimate --gpu A100 --hours 1082990 --idle-kwh 256646 --ci 57 \\
+      --lifetime-years 6 --lifetime-use 0.85     (BLOOM: 39.3 t + 11.2 t embodied)
+  greenml estimate --energy-kwh 914 --region us-central1 --year 2021
 """
 
 
 @click.command(epilog=_EPILOG)
 @click.option(
-    "--gpu", required=True, metavar="NAME", help="GPU model or alias: H100, A100-SXM4-40GB, T4."
-)
+    "--gpu", metavar="NAME",
+    help="GPU model or alias: H100, A100-SXM4-40GB, T4 (optional with --energy-kwh).",
+)  # fmt: skip
 @click.option("--count", type=int, default=1, show_default=True, help="Devices in parallel.")
 @click.option("--hours", type=float, help="Wall-clock hours per device (device-hours mode).")
 @click.option("--flops", type=float, help="Total floating-point operations (compute mode).")
@@ -46,6 +50,14 @@ Examples:
 )
 @click.option("--utilization", type=float, help="Share of TDP drawn, in (0, 1]  [default: 1.0]")
 @click.option("--power-w", type=float, help="Average watts per device (e.g. measured); not TDP.")
+@click.option("--energy-kwh", type=float,
+              help="A measured IT energy of the job, kWh: carbon, water and cost from it.")
+@click.option("--cpu-cores", type=float, help="Host CPU cores the job holds (all nodes).")
+@click.option("--cpu-core-w", type=float, help="Host power per core, W (CPU TDP ÷ cores).")
+@click.option("--cpu-usage", type=float, help="Share of the cores busy, (0, 1]  [default: 1.0]")
+@click.option("--host-memory-gb", type=float, help="Host memory the job holds, GB (0.3725 W/GB).")
+@click.option("--idle-kwh", type=float, help="Idle cluster energy over the job, kWh.")
+@click.option("--idle-w", type=float, help="Idle cluster power over the job's wall time, W.")
 @pue_option
 @location_options
 @footprint_options
@@ -53,11 +65,15 @@ Examples:
     "--embodied-kg", type=float, help="Embodied kg CO2eq per GPU (default: the cited table)."
 )
 @click.option("--lifetime-years", type=float, help="Hardware lifespan  [default: 4]")
+@click.option("--lifetime-use", type=float,
+              help="Share of the lifespan in use, (0, 1]  [default: 1.0]")
+@click.option("--year", type=int,
+              help="Data year of the --zone, --region or --country factor  [default: newest]")
 @price_option
 @click.option("--trials", type=int, default=1, show_default=True, help="Times the job runs.")
 @json_option("Print the estimate as JSON on stdout.")
 def estimate(
-    gpu: str,
+    gpu: str | None,
     count: int,
     hours: float | None,
     flops: float | None,
@@ -67,6 +83,13 @@ def estimate(
     precision: str | None,
     utilization: float | None,
     power_w: float | None,
+    energy_kwh: float | None,
+    cpu_cores: float | None,
+    cpu_core_w: float | None,
+    cpu_usage: float | None,
+    host_memory_gb: float | None,
+    idle_kwh: float | None,
+    idle_w: float | None,
     pue: str | None,
     zone: str | None,
     region: str | None,
@@ -78,6 +101,8 @@ def estimate(
     wue: str | None,
     embodied_kg: float | None,
     lifetime_years: float | None,
+    lifetime_use: float | None,
+    year: int | None,
     price: float | None,
     trials: int,
     as_json: bool,
@@ -86,13 +111,20 @@ def estimate(
     from greenml.accounting.footprint import prepare_footprint
     from greenml.accounting.location import resolve_intensity_source
     from greenml.estimation.estimator import estimate as run_estimate
+    from greenml.estimation.parts import HostPower
 
-    source, description = resolve_intensity_source(region=region, zone=zone, country=country, ci=ci)
+    if year is None:
+        source, description = resolve_intensity_source(region=region, zone=zone, country=country,
+                                                       ci=ci)  # fmt: skip
+    else:
+        source, description = _source_of_year(year, zone=zone, region=region, country=country,
+                                               ci=ci)  # fmt: skip
     footprint = prepare_footprint(
         supplier_ci=supplier_ci, certificates=certificates, market_file=market_file, wue=wue,
         zone=zone, region=region, country=country, embodied_kg=embodied_kg,
-        lifetime_years=lifetime_years,
+        lifetime_years=lifetime_years, lifetime_use=lifetime_use,
     )  # fmt: skip
+    host = HostPower(cpu_cores, cpu_core_w, cpu_usage, host_memory_gb)
     result = run_estimate(
         gpu=gpu,
         count=count,
@@ -110,6 +142,10 @@ def estimate(
         price=price,
         trials=trials,
         footprint=footprint,
+        energy_kwh=energy_kwh,
+        host=host,
+        idle_kwh=idle_kwh,
+        idle_w=idle_w,
     )
     if as_json:
         click.echo(json_text(result.to_json(), indent=2, ensure_ascii=False))
@@ -124,6 +160,26 @@ def estimate(
     out.print(assumptions_table(result))
     for note in result.notes:
         out.print(f"note: {note}", markup=False)
+
+
+def _source_of_year(
+    year: int, *, zone: str | None, region: str | None, country: str | None, ci: float | None
+) -> tuple[Any, str]:
+    """The factor of one named year: exactly one of --zone, --region, --country."""
+    from greenml.accounting import static
+    from greenml.errors import ConfigError
+
+    named = {k: v for k, v in (("zone", zone), ("region", region), ("country", country)) if v}
+    if ci is not None or len(named) != 1:
+        raise ConfigError("--year picks the year of one --zone, --region or --country factor; "
+                          "give exactly one of them (and no --ci)")  # fmt: skip
+    ((key, value),) = named.items()
+    text = f"--{key} {value} --year {year}"
+    if key == "zone":
+        return static.zone_source(value, year=year), text
+    if key == "region":
+        return static.cloud_region_source(value, year=year), text
+    return static.country_source(value, year=year), text
 
 
 def _parse_pue(text: str | None) -> float | str | None:
@@ -141,7 +197,7 @@ def summary_table(e: Estimate) -> Any:
 
     from greenml.estimation.inputs import mass_text, num
 
-    title = f"greenml estimate · {e.gpu.name} · {e.mode}"
+    title = f"greenml estimate · {e.gpu.name if e.gpu else 'no device'} · {e.mode}"
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("figure")
     table.add_column("value", justify="right")
@@ -150,9 +206,13 @@ def summary_table(e: Estimate) -> Any:
     pm = ""
     if s is not None:
         pm = " (lower bound)" if s.lower_bound else f" {render.percent(s.energy_rel)}"
-    per_device = f"{num(e.power_w)} W per device"
+    per_device = "measured total" if e.power_w is None else f"{num(e.power_w)} W per device"
+    if len(e.parts) > 1:
+        per_device += "; " + " + ".join(f"{p.name} {render.energy(p.energy_j)}" for p in e.parts)
     table.add_row("energy (IT)", render.energy(e.it_energy_j) + pm, per_device)
     table.add_row("energy (facility)", render.energy(e.energy_j) + pm, f"PUE {e.pue.value:g}")
+    if s is not None and s.bounds:
+        table.add_row("bounds", "", s.bounds)
     co2_rel = s.co2_rel if s is not None and not s.lower_bound else None
     co2 = "unknown" if e.co2_g is None else mass_text(round_to(e.co2_g, co2_rel))
     if e.co2_g is not None and s is not None and s.co2_rel is not None:

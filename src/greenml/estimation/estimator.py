@@ -1,12 +1,19 @@
 """Offline estimate of the energy, carbon and cost of a job that was not measured.
 
-Three ways to give the amount of work (exactly one per estimate):
+Four ways to give the amount of work (exactly one per estimate):
 
 - **device-hours**: ``gpu``, ``count``, ``hours`` (wall-clock hours per device);
 - **compute**: ``flops`` on ``gpu`` at ``mfu`` of its ``precision`` peak:
   device-hours = FLOPs / (peak × MFU) / 3600;
 - **model & data**: ``params`` × ``tokens`` → training FLOPs ≈ 6·N·D (Kaplan
-  et al., "Scaling Laws for Neural Language Models", 2020), then as compute.
+  et al., "Scaling Laws for Neural Language Models", 2020), then as compute;
+- **energy**: ``energy_kwh``, a measured total (a meter's, or a paper's such as
+  Dodge et al. 2022), then carbon, water and cost from it; ``gpu``, ``count``
+  and ``hours`` are optional there (embodied carbon, host and idle terms).
+
+Beside the devices an estimate may add the host's CPU and memory (``host``,
+Green Algorithms' terms) and idle cluster energy (``idle_kwh`` or ``idle_w``,
+as BLOOM's), see :mod:`greenml.estimation.parts`.
 
 Power per device is TDP × ``utilization`` unless ``power_w`` (a measured
 average per device) is given. IT energy × PUE = facility energy; × carbon
@@ -33,6 +40,13 @@ from greenml.estimation.inputs import (
     resolve_intensity,
     resolve_pue,
 )
+from greenml.estimation.parts import (
+    EnergyPart,
+    HostPower,
+    host_part,
+    idle_part,
+    measured_part,
+)
 from greenml.estimation.uncertainty import Spread, spread_of
 from greenml.quantities import J_PER_KWH
 
@@ -49,12 +63,13 @@ class Estimate:
     """An estimated job: energy in joules, CO2eq in grams, cost in US dollars.
 
     Attributes:
-        mode: ``device-hours``, ``compute`` or ``model-data``.
-        gpu: The table row used.
-        device_hours: Device-hours over all trials.
-        wall_hours: Wall-clock hours of one trial.
-        power_w: Average power per device.
-        it_energy_j: Energy drawn by the devices.
+        mode: ``device-hours``, ``compute``, ``model-data`` or ``energy``.
+        gpu: The table row used; None for a measured energy without a device.
+        device_hours: Device-hours over all trials (0 if unknown).
+        wall_hours: Wall-clock hours of one trial (0 if unknown).
+        power_w: Average power per device; None for a measured energy.
+        it_energy_j: IT energy: the devices (or the measured total), the host
+            and idle cluster energy.
         energy_j: Facility energy (IT × PUE): what the grid supplies.
         pue: The PUE used (value and source).
         intensity_g_per_kwh: Carbon intensity, ``None`` if unknown.
@@ -68,13 +83,15 @@ class Estimate:
         spread: How far the figures may be off (see :mod:`greenml.estimation.uncertainty`).
         footprint: The ``carbon_market``, ``water`` and ``embodied`` blocks
             (:mod:`greenml.accounting.footprint`), as a run record holds them.
+        parts: The IT energy's terms (devices or measured, host, idle), each with
+            its spread.
     """
 
     mode: str
-    gpu: GpuSpec
+    gpu: GpuSpec | None
     device_hours: float
     wall_hours: float
-    power_w: float
+    power_w: float | None
     it_energy_j: float
     energy_j: float
     pue: Pue
@@ -88,6 +105,7 @@ class Estimate:
     notes: tuple[str, ...] = ()
     spread: Spread | None = None
     footprint: dict[str, Any] | None = None
+    parts: tuple[EnergyPart, ...] = ()
 
     def _footprint_figure(self, key: str, field: str, scale: float) -> float | None:
         block = (self.footprint or {}).get(key) or {}
@@ -125,7 +143,8 @@ class Estimate:
             "device_hours": self.device_hours,
             "wall_hours": self.wall_hours,
             "mode": self.mode,
-            "gpu": self.gpu.name,
+            "gpu": None if self.gpu is None else self.gpu.name,
+            "parts_kwh": {p.name: p.energy_j / J_PER_KWH for p in self.parts},
             "power_w": self.power_w,
             "pue": self.pue.value,
             "intensity_g_per_kwh": self.intensity_g_per_kwh,
@@ -142,7 +161,7 @@ class Estimate:
 
 def estimate(
     *,
-    gpu: str | GpuSpec,
+    gpu: str | GpuSpec | None = None,
     count: int = 1,
     hours: float | None = None,
     flops: float | None = None,
@@ -159,6 +178,10 @@ def estimate(
     trials: int = 1,
     at: datetime | None = None,
     footprint: Footprint | None = None,
+    energy_kwh: float | None = None,
+    host: HostPower | None = None,
+    idle_kwh: float | None = None,
+    idle_w: float | None = None,
 ) -> Estimate:
     """Estimate a job that was not measured.
 
@@ -185,18 +208,28 @@ def estimate(
         at: When the job ran, for an intensity source (default: now).
         footprint: Market-based declarations, WUE and place (default: nothing
             declared, the stated WUE default, no place).
+        energy_kwh: A measured IT energy of one trial (energy mode); replaces
+            power × time. ``hours`` then only gives the time (host, idle, embodied).
+        host: Host CPU and memory beside the devices (Green Algorithms' terms).
+        idle_kwh: Idle cluster energy over the whole job (BLOOM's term), or
+        idle_w: idle cluster power held over the job's wall-clock time.
 
     Raises:
         ConfigError: Bad or conflicting input, unknown GPU (with the closest
             names), or a device without the figure needed.
     """
     steps = Steps()
-    spec = resolve_device(gpu, steps)
-    mode = _mode(hours, flops, params, tokens)
+    mode = _mode(hours, flops, params, tokens, energy_kwh)
+    if gpu is None and mode != "energy":
+        raise ConfigError("gpu is needed to estimate from hours, flops or params × tokens")
+    spec = None if gpu is None else resolve_device(gpu, steps)
     count = _positive_int(count, "count")
     trials = _positive_int(trials, "trials")
     steps.add("count", count, "given: devices in parallel" if count != 1 else "default: 1 device")
-    if mode == "device-hours":
+    if mode == "energy":
+        wall_h, one_trial_dh = _energy_mode_time(spec, count, hours, mfu, precision, power_w,
+                                                 utilization, steps)  # fmt: skip
+    elif mode == "device-hours":
         if mfu is not None or precision is not None:
             raise ConfigError("mfu and precision apply to flops or params × tokens, not to hours")
         wall_h = _positive(hours, "hours")
@@ -204,22 +237,40 @@ def estimate(
         steps.add("hours", wall_h, "given: wall-clock hours per device")
         steps.line(f"device-hours = {count:,} × {num(wall_h)} h = {num(one_trial_dh)} h")
     else:
+        assert spec is not None
         work = _flops(mode, flops, params, tokens, steps)
         one_trial_dh = steps.compute_hours(spec, work, precision, mfu)
         wall_h = one_trial_dh / count
         steps.add("hours", wall_h, "derived: device-hours ÷ count (wall-clock per device)")
     device_hours = one_trial_dh * trials
     steps.add("trials", trials, "given" if trials != 1 else "default: the job runs once")
-    if trials != 1:
+    if trials != 1 and device_hours:
         steps.line(f"× {trials} trials = {num(device_hours)} device-hours")
-    watts = steps.power(spec, power_w, utilization)
-    it_j = device_hours * 3600.0 * watts
-    if not math.isfinite(it_j * 10.0):  # PUE, CO2eq and cost multiply it further
-        raise ConfigError(
-            f"the estimate overflows: {num(device_hours)} device-hours × {num(watts)} W is beyond "
-            "any real job; check --hours, --flops or --params/--tokens"
-        )
-    steps.line(f"IT energy = {num(device_hours)} h × {num(watts)} W = {energy_text(it_j)}")
+    wall_s = None if wall_h is None else wall_h * 3600.0 * trials
+    watts: float | None = None
+    others: list[EnergyPart] = []
+    if mode == "energy":
+        assert energy_kwh is not None
+        one = measured_part(energy_kwh, steps)
+        others.append(EnergyPart(one.name, one.energy_j * trials, one.rel, one.basis))
+        device_j = 0.0
+    else:
+        assert spec is not None
+        watts = steps.power(spec, power_w, utilization)
+        device_j = device_hours * 3600.0 * watts
+        _check_finite(device_j, device_hours, watts)
+        steps.line(f"device energy = {num(device_hours)} h × {num(watts)} W = "
+                   f"{energy_text(device_j)}")  # fmt: skip
+    beside = (host_part(host, wall_s, steps), idle_part(idle_kwh, idle_w, wall_s, steps))
+    others += [p for p in beside if p is not None]
+    parts = ([EnergyPart("devices", device_j, 0.0, "")] if mode != "energy" else []) + others
+    it_j = sum(p.energy_j for p in parts)
+    _check_finite(it_j, device_hours, watts or 0.0)
+    if len(parts) == 1 and mode != "energy":  # the devices alone: their line is the IT energy
+        steps.lines[:] = [ln.replace("device energy = ", "IT energy = ") for ln in steps.lines]
+    if len(parts) > 1:
+        terms = " + ".join(f"{p.name} {energy_text(p.energy_j)}" for p in parts)
+        steps.line(f"IT energy = {terms} = {energy_text(it_j)}")
     pue_used = resolve_pue(pue, steps)
     energy_j = pue_used.facility_j(it_j)
     steps.line(
@@ -230,16 +281,18 @@ def estimate(
     cost = _cost(energy_j, price, steps)
     spread = spread_of(
         power_given=power_w is not None, mode=mode, mfu_given=mfu is not None,
-        intensity_rel=_intensity_rel(intensity, source, wall_h * 3600.0),
+        intensity_rel=_intensity_rel(intensity, source, (wall_h or 0.0) * 3600.0),
+        device_j=device_j, others=others,
     )  # fmt: skip
     when = at or datetime.now(timezone.utc)
-    blocks = _footprint(footprint, spec.name, device_hours, it_j, energy_j, co2_g, intensity,
-                        source, spread.co2_rel, when.year)  # fmt: skip
+    devices = [(spec.name, device_hours)] if spec is not None and device_hours > 0 else []
+    blocks = _footprint(footprint, devices, (wall_h or 0.0) * trials, it_j, energy_j, co2_g,
+                        intensity, source, spread.co2_rel, when.year)  # fmt: skip
     return Estimate(
         mode=mode,
         gpu=spec,
         device_hours=device_hours,
-        wall_hours=wall_h,
+        wall_hours=wall_h or 0.0,
         power_w=watts,
         it_energy_j=it_j,
         energy_j=energy_j,
@@ -254,12 +307,39 @@ def estimate(
         notes=() if co2_g is not None else (_unknown_note(source),),
         spread=spread,
         footprint=blocks,
+        parts=tuple(parts),
     )
 
 
+def _energy_mode_time(
+    spec: GpuSpec | None, count: int, hours: float | None, mfu: float | None,
+    precision: str | None, power_w: float | None, utilization: float | None, steps: Steps,
+) -> tuple[float | None, float]:  # fmt: skip
+    """Wall-clock hours (None if not given) and device-hours of one trial, energy mode."""
+    for name, value in (("mfu", mfu), ("precision", precision), ("power_w", power_w),
+                        ("utilization", utilization)):  # fmt: skip
+        if value is not None:
+            raise ConfigError(f"{name} does not apply to a measured energy (energy_kwh)")
+    if hours is None:
+        steps.add("hours", None, "not given: no time (embodied carbon needs it)")
+        return None, 0.0
+    wall_h = _positive(hours, "hours")
+    steps.add("hours", wall_h, "given: wall-clock hours (time only; the energy is measured)")
+    return wall_h, (count * wall_h if spec is not None else 0.0)
+
+
+def _check_finite(joules: float, device_hours: float, watts: float) -> None:
+    if not math.isfinite(joules * 10.0):  # PUE, CO2eq and cost multiply it further
+        raise ConfigError(
+            f"the estimate overflows: {num(device_hours)} device-hours × {num(watts)} W is beyond "
+            "any real job; check --hours, --flops or --params/--tokens"
+        )
+
+
 def _footprint(
-    footprint: Footprint | None, gpu: str, device_hours: float, it_j: float, energy_j: float,
-    co2_g: float | None, intensity: float | None, source: str, co2_rel: float | None, year: int,
+    footprint: Footprint | None, devices: list[tuple[str, float]], machine_hours: float,
+    it_j: float, energy_j: float, co2_g: float | None, intensity: float | None, source: str,
+    co2_rel: float | None, year: int,
 ) -> dict[str, Any]:  # fmt: skip
     """The market-based, water and embodied blocks of an estimate."""
     from greenml.accounting.footprint import Footprint
@@ -271,13 +351,21 @@ def _footprint(
                               "facility_energy_kwh": energy_j / J_PER_KWH,
                               "intensity_g_per_kwh": intensity, "source": source,
                               "uncertainty_rel": co2_rel}  # fmt: skip
-    return chosen.blocks(it_kwh=it_j / J_PER_KWH, carbon=carbon, devices=[(gpu, device_hours)],
-                         machine_hours=device_hours, year=year, strict=True)  # fmt: skip
+    return chosen.blocks(it_kwh=it_j / J_PER_KWH, carbon=carbon, devices=devices,
+                         machine_hours=machine_hours, year=year, strict=True)  # fmt: skip
 
 
 def _mode(
-    hours: float | None, flops: float | None, params: float | None, tokens: float | None
+    hours: float | None, flops: float | None, params: float | None, tokens: float | None,
+    energy_kwh: float | None = None,
 ) -> str:
+    if energy_kwh is not None:
+        if flops is not None or params is not None or tokens is not None:
+            raise ConfigError(
+                "energy_kwh is a measured total: it replaces flops and params × tokens "
+                "(give hours only for the time)"
+            )
+        return "energy"
     given = [
         name
         for name, on in (
@@ -290,8 +378,8 @@ def _mode(
     if len(given) != 1:
         what = " and ".join(given) if given else "none"
         raise ConfigError(
-            f"give exactly one of hours (device-hours), flops (compute) or params and "
-            f"tokens (model & data); got {what}"
+            f"give exactly one of hours (device-hours), flops (compute), params and "
+            f"tokens (model & data) or energy_kwh (measured); got {what}"
         )
     return {"hours": "device-hours", "flops": "compute"}.get(given[0], "model-data")
 

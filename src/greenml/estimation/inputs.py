@@ -47,13 +47,13 @@ class Steps:
         self, spec: GpuSpec, flops: float, precision: str | None, mfu: float | None
     ) -> float:
         """Device-hours to run ``flops`` at ``mfu`` of the device's peak at ``precision``."""
-        key = normalize_precision(precision or "fp16")
+        bf16_only = precision is None and "fp16" not in spec.precisions() and (
+            "bf16" in spec.precisions())  # fmt: skip
+        key = normalize_precision(precision or ("bf16" if bf16_only else "fp16"))
         peak = spec.peak_tflops(key)
-        self.add(
-            "precision",
-            key,
-            "given" if precision else "default: fp16 (dense tensor peak, FP32 accumulate)",
-        )
+        default = ("default: bf16 (the device has no fp16 peak, e.g. a TPU)" if bf16_only
+                   else "default: fp16 (dense tensor peak, FP32 accumulate)")  # fmt: skip
+        self.add("precision", key, "given" if precision else default)
         kind = "2:4-sparse vendor figure" if key == "fp16_sparse" else "dense peak"
         self.add("peak_tflops", peak, f"gpus.csv: {spec.name} {key} {kind}")
         if mfu is None:

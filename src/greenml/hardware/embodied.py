@@ -140,6 +140,7 @@ def amortize(
     lifetime_years: float = DEFAULT_LIFETIME_YEARS,
     machine_hours: float = 0.0,
     by_class: bool = False,
+    in_use: float = 1.0,
 ) -> tuple[list[Embodied], list[str]]:
     """The embodied terms of GPUs used for some hours, and what could not be included.
 
@@ -149,8 +150,10 @@ def amortize(
         lifetime_years: Expected lifespan EL.
         machine_hours: Hours of a machine without GPU (``embodied_kg`` applies to it).
         by_class: For a GPU without a cited figure, use the class figure (labelled).
+        in_use: Share of the lifespan the hardware is in use (BLOOM: 0.85); the
+            lifetime hours EL are the lifespan's hours × this share.
     """
-    el_h = lifetime_years * HOURS_PER_YEAR
+    el_h = lifetime_years * HOURS_PER_YEAR * in_use
     given = "given by the user (--embodied-kg)"
     if embodied_kg is not None:
         if devices:
@@ -193,15 +196,24 @@ def embodied_block(
     lifetime_years: float = DEFAULT_LIFETIME_YEARS,
     machine_hours: float = 0.0,
     lifetime_source: str = LIFETIME_SOURCE,
+    in_use: float | None = None,
 ) -> dict[str, Any]:
-    """The ``embodied`` block of a run record or an estimate (class figures allowed, labelled)."""
+    """The ``embodied`` block of a run record or an estimate (class figures allowed, labelled).
+
+    ``in_use``: share of the lifespan in use (None: 1.0, the whole lifespan).
+    """
+    share = 1.0 if in_use is None else in_use
     terms, missing = amortize(devices, embodied_kg=embodied_kg, lifetime_years=lifetime_years,
-                              machine_hours=machine_hours, by_class=True)  # fmt: skip
+                              machine_hours=machine_hours, by_class=True, in_use=share)  # fmt: skip
     block: dict[str, Any] = {
         "kg": None, "status": "unknown", "method": "amortized",
         "formula": "device-hours × embodied kg ÷ lifetime hours (SCI's M)",
         "lifetime_years": lifetime_years, "lifetime_source": lifetime_source,
     }  # fmt: skip
+    if in_use is not None:
+        block["lifetime_in_use"] = share
+        block["formula"] = ("device-hours × embodied kg ÷ (lifetime hours × share in use) "
+                            "(SCI's M; BLOOM: 6 years × 85 %)")  # fmt: skip
     if terms:
         kg = sum(t.m_kg for t in terms)
         spread = math.hypot(*(t.m_kg * UNCERTAINTY_REL[t.basis] for t in terms))

@@ -46,6 +46,7 @@ from greenml.measure.measurement import (
 )
 from greenml.measure.retention import trim_channel
 from greenml.measure.sensors.base import Device, Sensor
+from greenml.measure.sensors.nvml_bands import short_window_note
 from greenml.measure.slow_counters import COUNTER_UPDATE_S, SlowCounters, edge_uncertainty_rel
 from greenml.measure.timeline import Usage, UsageTimeline
 from greenml.measure.window_energy import (
@@ -258,10 +259,13 @@ class Meter:
             if counted:  # the hot path: two counter reads
                 start_j, end_j = start_c.get(key), end_c.get(key)
                 if start_j is not None and end_j is not None:
-                    rel = device.uncertainty_rel
-                    if key in self._slow_keys:
-                        rel = edge_uncertainty_rel(rel, duration)
-                    devices[key] = DeviceEnergy(end_j - start_j, device.method, rel, device.name)
+                    rel, note = device.uncertainty_rel, ""
+                    period = device.counter_period_s
+                    if key in self._slow_keys or (period and duration < 10 * period):
+                        rel = edge_uncertainty_rel(rel, duration)  # the counter's steps
+                        note = short_window_note(duration, period) if period else ""
+                    devices[key] = DeviceEnergy(end_j - start_j, device.method, rel, device.name,
+                                                note)  # fmt: skip
                     continue
             elif channel.usage is not None:
                 first, last = start_u.get(key), end_u.get(key)

@@ -2,8 +2,10 @@
 
 :class:`PowerLimitOptimizer` is driven by the training loop, one call before
 and after each step. For each limit, from the highest allowed down to the
-lowest in steps of ``step_w``, it sets the limit, lets ``warmup_steps`` pass,
-then measures ``profile_steps`` steps: energy with a Meter window over the
+lowest in steps of ``step_w``, it sets the limit, lets ``warmup_steps`` pass
+and waits until the power settles (thermally steady state, the criterion of
+:mod:`greenml.optimize.steady`, stated in each profile), then measures
+``profile_steps`` steps: energy with a Meter window over the
 tuned GPUs, time with a monotonic clock. It then keeps the limit of least
 ``η·E + (1 − η)·P_max·T`` (or of least energy within a slowdown) for the rest
 of the run, and puts the original limits back on :meth:`close`, on an
@@ -30,6 +32,7 @@ from greenml.optimize.exit_guard import ExitGuard
 from greenml.optimize.gpu_control import GpuControl
 from greenml.optimize.objective import LimitProfile, check_eta, pick_power_limit
 from greenml.optimize.power_plan import PowerPlan, limits_to_profile
+from greenml.optimize.steady import SteadyState
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,9 @@ class PowerLimitOptimizer:
         dry_run: Set nothing; only :attr:`plan` is meaningful.
         state_file: Where the original limits are saved (GREENML_GPU_STATE by default).
         clock: Monotonic clock for step times.
+        settle: The steady-state criterion waited for after the warm-up steps of each
+            limit (default :class:`~greenml.optimize.steady.SteadyState`: within 3 %
+            over 5 s, at most 60 s); None skips the wait.
 
     Raises:
         ConfigError: Bad arguments, or a limit outside the GPUs' allowed range.
@@ -78,8 +84,12 @@ class PowerLimitOptimizer:
         dry_run: bool = False,
         state_file: str | Path | None = None,
         clock: Callable[[], float] = time.monotonic,
+        settle: SteadyState | None = None,
+        wait_for_steady: bool = True,
     ) -> None:
         check_eta(eta)
+        self._settle = (settle or SteadyState()) if wait_for_steady else None
+        self.settling: list[str] = []
         if warmup_steps < 0 or profile_steps < 1:
             raise ConfigError("warmup_steps must be >= 0 and profile_steps >= 1")
         if max_slowdown is not None and not max_slowdown >= 0:
@@ -154,7 +164,7 @@ class PowerLimitOptimizer:
         """Call after each training step."""
         if self._phase == WARMUP:
             self._count += 1
-            if self._count >= self.plan.warmup_steps:
+            if self._count >= self.plan.warmup_steps and self._steady():
                 self._phase, self._count = PROFILE, 0
         elif self._phase == PROFILE and self._window is not None:
             self._count += 1
@@ -203,6 +213,8 @@ class PowerLimitOptimizer:
             "chosen_limit_w": self.chosen.power_limit_w if self.chosen else None,
             "energy_method": self.energy_method,
             "energy_uncertainty_rel": self.energy_uncertainty_rel,
+            "steady_state": {"criterion": self._settle.criterion if self._settle else "none",
+                             "per_limit": list(self.settling)},
         }
 
     # -- internals -----------------------------------------------------------
@@ -220,10 +232,22 @@ class PowerLimitOptimizer:
                 "every rank needs root or CAP_SYS_ADMIN"
             )
 
+    def _steady(self) -> bool:
+        """Whether the power has settled at this limit (always, without a criterion)."""
+        if self._settle is None or self._meter is None:
+            return True
+        done = self._settle.add(self._clock(), self._meter.current_power_w())
+        if done:
+            self.settling.append(f"{self.plan.limits_w[self._index]:g} W: {self._settle.outcome}")
+        return done
+
     def _enter(self, index: int) -> None:
         self._index, self._count = index, 0
         self._control.set_all(self.plan.limits_w[index])
-        self._phase = WARMUP if self.plan.warmup_steps > 0 else PROFILE
+        if self._settle is not None:
+            self._settle.reset()
+        waits = self.plan.warmup_steps > 0 or self._settle is not None
+        self._phase = WARMUP if waits else PROFILE
 
     def _finish_profile(self) -> None:
         assert self._meter is not None and self._window is not None

@@ -47,6 +47,8 @@ class Device:
         usage: Energy comes from :meth:`Sensor.read_usage` and :meth:`Sensor.usage_model`.
         parts: ``(name, label)`` of the parts the usage model splits its energy
             into, after the total (e.g. ``dynamic`` and ``static``).
+        counter_period_s: How often the energy counter moves (NVIDIA: ~0.1 s); a window
+            shorter than about ten updates carries its steps as uncertainty.
     """
 
     key: str
@@ -57,6 +59,7 @@ class Device:
     note: str = ""
     usage: bool = False
     parts: tuple[tuple[str, str], ...] = ()
+    counter_period_s: float | None = None
 
     @property
     def has_counter(self) -> bool:

@@ -253,6 +253,10 @@ def discover_sensors(
     notes: list[str] = []
     if gpus is None or len(gpus) > 0:
         gpu_sensors, notes = discover_gpu_sensors(gpus)
+        if cpu_scope == "process" and pid is not None:  # a shared GPU: the run's share
+            from greenml.measure.sensors.nvml_share import share_for_process
+
+            gpu_sensors = [share_for_process(s, pid, marker) for s in gpu_sensors]
         sensors.extend(gpu_sensors)
     if cpu:
         cpu_sensors, cpu_notes = discover_cpu_sensors(scope=cpu_scope, pid=pid, marker=marker)

@@ -26,12 +26,12 @@ from greenml.errors import SensorError, SensorUnavailable
 from greenml.measure.measurement import COUNTER, POWER_INTEGRATED
 from greenml.measure.sensors.base import Device, Sensor
 from greenml.measure.sensors.gpu_common import read_each
+from greenml.measure.sensors.nvml_bands import COUNTER_UPDATE_S, MODULE_NOTE, band_for
 
 log = logging.getLogger(__name__)
 
-# NVIDIA documents board power readings as accurate to within ±5 % of the draw
-# (nvmlDeviceGetPowerUsage); the energy counter accumulates the same sensor, so
-# both methods carry that figure.
+# The bands per GPU family, their sources, the counter's update period and scope
+# (board or Grace module) are in nvml_bands.py; these names stay for their callers.
 NVML_UNCERTAINTY_REL = 0.05
 # Power *integrated* on A100/H100-class GPUs misses bursts: their power reading covers
 # about a quarter of the runtime (Yang, Adamek and Armour, SC'24), and on an H100 the
@@ -70,11 +70,33 @@ def _power_limit(nvml: Any, handle: Any) -> dict[str, float]:
     return {"power_limit_w": nvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000.0}
 
 
+# Power domains NVML (12.x drivers) reports beside the board: the whole Grace module and
+# the GPU memory, as field values with a power scope; absent where the driver has none.
+NVML_FI_DEV_POWER_INSTANT = 186
+POWER_SCOPES = {"module_power_w": 1, "memory_power_w": 2}  # NVML_POWER_SCOPE_MODULE, _MEMORY
+
+
+def _power_domains(nvml: Any, handle: Any) -> dict[str, float]:
+    """Module and memory power (W) where NVML gives them; NotSupported when it gives none."""
+    get = getattr(nvml, "nvmlDeviceGetFieldValues", None)
+    if get is None:  # bindings older than field values
+        raise nvml.NVMLError_FunctionNotFound()
+    fields = [(NVML_FI_DEV_POWER_INSTANT, scope) for scope in POWER_SCOPES.values()]
+    values = get(handle, fields)
+    out = {name: float(v.value.uiVal) / 1000.0
+           for name, v in zip(POWER_SCOPES, values, strict=True)
+           if int(v.nvmlReturn) == 0}  # fmt: skip
+    if not out:
+        raise nvml.NVMLError_NotSupported()
+    return out
+
+
 _METRIC_READERS: dict[str, _MetricReader] = {
     "utilization": _utilization,
     "memory": _memory,
     "sm_clock": _sm_clock,
     "power_limit": _power_limit,
+    "power_domains": _power_domains,
 }
 
 
@@ -173,13 +195,17 @@ class NvmlSensor(Sensor):
         if mig is not None and mig[0] == 1:
             notes.append(MIG_NOTE)
         name = _text(nvml.nvmlDeviceGetName(handle))
+        band = band_for(name)
+        if band.scope == "module":
+            notes.append(MODULE_NOTE)
         device = Device(
             key=key,
             component="gpu",
             name=name,
             method=COUNTER if base_mj is not None else POWER_INTEGRATED,
-            uncertainty_rel=NVML_UNCERTAINTY_REL if base_mj is not None else integrated_band(name),
+            uncertainty_rel=band.counter_rel if base_mj is not None else band.integrated_rel,
             note="; ".join(notes),
+            counter_period_s=COUNTER_UPDATE_S if base_mj is not None else None,
         )
         base = None if base_mj is None else int(base_mj)
         return _Gpu(device, handle, base, last_mj=base or 0, gpm=self._open_gpm(handle))
@@ -434,7 +460,4 @@ def _gpu_info(nvml: Any, index: int) -> dict[str, Any]:
 
 def integrated_band(name: str) -> float:
     """The relative uncertainty of power integrated on GPU ``name`` (no counter read)."""
-    upper = name.upper()
-    if any(family in upper for family in BURSTY_POWER_FAMILIES):
-        return BURSTY_POWER_UNCERTAINTY_REL
-    return NVML_UNCERTAINTY_REL
+    return band_for(name).integrated_rel

@@ -40,11 +40,13 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import ConfigError, KnobUnavailable
 from greenml.measure.measurement import ESTIMATED
 from greenml.measure.meter import Meter
+from greenml.optimize.steady import run_until_steady
 from greenml.optimize.sweep.grid import SweepConfig, SweepGrid, as_configs, check_device
 from greenml.optimize.sweep.knobs import (
     autocast_forward,
@@ -234,6 +236,9 @@ def _run_config(
             with _apply_knobs(step, config, plan, result):
                 for _ in range(result.warmup_steps):
                     unpack(step())
+                if config.device == "cuda":  # a GPU heats up: measure it in steady state
+                    outcome = run_until_steady(partial(_step_once, step), meter)
+                    result.notes.append(f"steady state: {outcome}")
                 measure(step, meter, window, plan.measure_steps, plan.measure_s, result)
     except KnobUnavailable as exc:
         return _ended(result, SKIPPED, str(exc))
@@ -243,6 +248,10 @@ def _run_config(
         del step
         _release(torch, config)
     return result
+
+
+def _step_once(step: Callable[[], Any]) -> None:
+    unpack(step())
 
 
 def _apply_knobs(step: Any, config: SweepConfig, plan: _Plan, result: ConfigResult) -> Any:
