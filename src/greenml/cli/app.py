@@ -46,6 +46,8 @@ COMMANDS = {
     "server": "greenml.cli.server:server",
     "push": "greenml.cli.push:push",
     "llm": "greenml.cli.llm:llm",
+    "export": "greenml.cli.export:export",
+    "import": "greenml.cli.import_runs:import_runs",
 }
 
 # commands that do not first send runs waiting for the team server: `run` must not delay the

@@ -11,7 +11,9 @@ Versions (``schema_version``):
 3. adds the optional ``carbon_market``, ``water``, ``embodied`` and ``flops`` blocks
    (a version-2 record reads as before: absent blocks stay absent);
 4. adds the optional ``workflow`` block (model and tool calls of an agent workflow,
-   :mod:`greenml.llm.remote`); older records read as before.
+   :mod:`greenml.llm.remote`); older records read as before;
+5. adds the optional ``imported`` block (a run read from another tool's output by
+   ``greenml import``, with that tool's method); older records read as before.
 
 A record reads back to exactly the dict it was stored as, so records ledgered
 by any version keep their hash. The JSON Schema of the record is generated
@@ -30,6 +32,7 @@ from greenml.record.blocks import (
     DeviceProvenance,
     EmbodiedBlock,
     FlopsBlock,
+    ImportedBlock,
     JobBlock,
     Method,
     ProgressBlock,
@@ -39,7 +42,7 @@ from greenml.record.blocks import (
 )
 from greenml.record.codec import REQUIRED, Block, meta
 
-RECORD_SCHEMA_VERSION = 4
+RECORD_SCHEMA_VERSION = 5
 """The version of the records this greenml writes."""
 
 RunStatus = Literal["running", "completed", "failed", "interrupted", "incomplete"]
@@ -194,6 +197,7 @@ class RunRecord(Block):
     embodied: EmbodiedBlock | None = None
     flops: FlopsBlock | None = None
     workflow: WorkflowBlock | None = None
+    imported: ImportedBlock | None = None
     index_sha256: str | None = field(default=None, metadata=meta(pattern="^[0-9a-f]{64}$"))
 
     def _repr_html_(self) -> str:
