@@ -31,7 +31,9 @@ def export() -> None:
               required=True, help="The model's README.md (its other metadata and text are kept).")
 @click.option("--training-type", type=click.Choice(["pre-training", "fine-tuning"]),
               default="pre-training", show_default=True)  # fmt: skip
-def model_card(db_url: str | None, run_ids: tuple[str, ...], readme: Path, training_type: str) -> None:
+def model_card(
+    db_url: str | None, run_ids: tuple[str, ...], readme: Path, training_type: str
+) -> None:
     """Hugging Face model card: the co2_eq_emissions block in the README's YAML front matter."""
     from greenml.exports.footprint import footprint
     from greenml.exports.model_card import co2_eq_emissions, write_model_card
@@ -68,15 +70,18 @@ def cyclonedx(db_url: str | None, model_name: str, model_version: str | None,
 @export.command("boamps")
 @db_option
 @_runs_option
-@click.option("--task-stage", required=True, help="BoAmps taskStage: training, finetuning, inference …")
+@click.option("--task-stage", required=True,
+              help="BoAmps taskStage: training, finetuning, inference …")
 @click.option("--task-family", required=True, help="BoAmps taskFamily, e.g. 'text classification'.")
-@click.option("--data-type", required=True, help="BoAmps dataType of the input: text, image, tabular …")
+@click.option("--data-type", required=True,
+              help="BoAmps dataType of the input: text, image, tabular …")
 @click.option("--infra-type", default="other", show_default=True,
               help="publicCloud, privateCloud, onPremise or other.")
 @click.option("--algorithm", help="BoAmps algorithmName (e.g. the model's architecture).")
 @output_option("Report file (default: stdout).")
 def boamps(db_url: str | None, run_ids: tuple[str, ...], task_stage: str, task_family: str,
-           data_type: str, infra_type: str, algorithm: str | None, output: Path | None) -> None:  # fmt: skip
+           data_type: str, infra_type: str, algorithm: str | None,
+           output: Path | None) -> None:  # fmt: skip
     """BoAmps report (Boavizta's AI energy format, as CodeCarbon 3.x writes it)."""
     from greenml.exports.boamps import boamps_report
     from greenml.exports.footprint import footprint

@@ -45,7 +45,8 @@ def cyclonedx_bom(model_name: str, activities: Mapping[str, Footprint],
     for activity in activities:
         if activity not in ACTIVITIES:
             raise ConfigError(f"CycloneDX knows no activity {activity!r} ({', '.join(ACTIVITIES)})")
-    model: dict[str, Any] = {"type": "machine-learning-model", "bom-ref": "model", "name": model_name}
+    model: dict[str, Any] = {"type": "machine-learning-model", "bom-ref": "model",
+                             "name": model_name}
     if model_version:
         model["version"] = model_version
     model["modelCard"] = {"considerations": {"environmentalConsiderations": {
@@ -63,7 +64,7 @@ def cyclonedx_bom(model_name: str, activities: Mapping[str, Footprint],
                 {"type": "application", "name": "greenml", "version": __version__}]},
             "component": {"type": "machine-learning-model", "bom-ref": "model-root",
                           "name": model_name},
-        },  # fmt: skip
+        },
         "components": [model],
     }
 
@@ -73,11 +74,12 @@ def _consumption(activity: str, fp: Footprint) -> dict[str, Any]:
     return {
         "activity": activity,
         "energyProviders": [{
-            "description": "the electricity grid at " + (", ".join(fp.locations) or "an unrecorded place"),
+            "description": "the electricity grid at "
+            + (", ".join(fp.locations) or "an unrecorded place"),
             "organization": {"name": "grid operator (not recorded)"},
             "energySource": "unknown",
             "energyProvided": {"value": kwh, "unit": "kWh"},
-        }],  # fmt: skip
+        }],
         "activityEnergyCost": {"value": kwh, "unit": "kWh"},
         "co2CostEquivalent": {"value": fp.co2_g / 1e6, "unit": "tCO2eq"},
         "properties": [
@@ -88,5 +90,5 @@ def _consumption(activity: str, fp: Footprint) -> dict[str, Any]:
             {"name": "greenml:intensity_source",
              "value": "; ".join(fp.intensity_sources) or "not recorded"},
             {"name": "greenml:source", "value": fp.source},
-        ],  # fmt: skip
+        ],
     }

@@ -68,7 +68,8 @@ def footprint(records: Sequence[RunRecord]) -> Footprint:
     for r in records:
         kg = r.carbon.kg if r.carbon is not None else None
         if kg is None or not math.isfinite(kg):
-            raise ConfigError(f"run {r.id} has no carbon figure (set its zone and account it first)")
+            raise ConfigError(
+                f"run {r.id} has no carbon figure (set its zone and account it first)")
         e = r.energy.total_j
         energy += e
         energy_var += (e * r.energy.uncertainty_rel) ** 2

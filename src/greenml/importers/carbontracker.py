@@ -68,7 +68,9 @@ def parse_run(log: str, output: str, source: str) -> ImportedRun:
     duration = check_figure(int(h) * 3600 + int(m) * 60 + float(s), f"{source}: time",
                             upper=MAX_DURATION_S)  # fmt: skip
     pue_match = _PUE.search(log)
-    pue = check_figure(_float(pue_match.group(1), source), f"{source}: PUE", upper=10) if pue_match else 1.0
+    pue = 1.0
+    if pue_match:
+        pue = check_figure(_float(pue_match.group(1), source), f"{source}: PUE", upper=10)
     if pue < 1:
         raise ConfigError(f"{source}: PUE {pue:g} is below 1")
     facility_j = check_figure(_float(kwh, source) * J_PER_KWH, f"{source}: energy")
@@ -84,6 +86,8 @@ def parse_run(log: str, output: str, source: str) -> ImportedRun:
         components = {"machine": total_j}
         notes.append("no per-component power in the log: one machine figure")
     intensity = _INTENSITY.search(log)
+    grid = (check_figure(_float(intensity.group(1), source), f"{source}: intensity")
+            if intensity else co2_g * J_PER_KWH / facility_j if facility_j > 0 else None)
     location = _LOCATION.search(log)
     stamps = _STAMP.findall(log) or _STAMP.findall(output)
     ended = _when(stamps[-1] if stamps else "", source)
@@ -98,8 +102,7 @@ def parse_run(log: str, output: str, source: str) -> ImportedRun:
         components_j=components,
         total_j=total_j,
         co2_g=co2_g,
-        intensity_g_per_kwh=check_figure(_float(intensity.group(1), source), "intensity") if intensity else
-        (co2_g / (facility_j / J_PER_KWH) if facility_j > 0 else None),
+        intensity_g_per_kwh=grid,
         intensity_source=f"carbontracker {version.group(1)[:40]} (its own provider or default)",
         location=(location.group(1).strip()[:100] or None) if location else None,
         pue=pue,

@@ -67,7 +67,9 @@ def _from_json(text: str, source: str) -> list[ImportedRun]:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise ConfigError(f"{source} is not JSON: {str(exc).splitlines()[0]}") from None
-    items = data if isinstance(data, list) else data.get("items", [data]) if isinstance(data, dict) else None
+    items = data if isinstance(data, list) else None
+    if isinstance(data, dict):
+        items = data.get("items", [data])
     if not isinstance(items, list) or not items or not all(isinstance(i, dict) for i in items):
         raise ConfigError(f"{source}: expected a CodeCarbon emissions object or a list of them")
     runs: dict[str, dict[str, Any]] = {}
@@ -139,7 +141,7 @@ def _run(row: dict[str, Any], source: str) -> ImportedRun:
         pue=pue if pue and pue > 1 else None,
         name=_text(row.get("project_name")),
         tags={k: v for k, v in (("codecarbon.experiment_id", _text(row.get("experiment_id"))),
-                                ("codecarbon.run_id", str(row["run_id"])[:200])) if v},  # fmt: skip
+                                ("codecarbon.run_id", str(row["run_id"])[:200])) if v},
         notes=tuple(notes),
         environment=_environment(row),
     )

@@ -124,7 +124,8 @@ def store_imported(store: Store, runs: list[ImportedRun]) -> tuple[list[str], li
     """
     from greenml.store.transfer import FORMAT, import_run
 
-    new, old = [], []
+    new: list[str] = []
+    old: list[str] = []
     for run in runs:
         record = to_record(run)
         document = {"format": FORMAT, "record": record, "windows": [], "samples": []}
