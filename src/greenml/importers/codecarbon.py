@@ -43,8 +43,11 @@ def parse_codecarbon(text: str, source: str) -> list[ImportedRun]:
 
 
 def _from_csv(text: str, source: str) -> list[ImportedRun]:
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
-    columns = reader.fieldnames or []
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff"), newline=None))
+    try:
+        columns = reader.fieldnames or []
+    except csv.Error as exc:
+        raise ConfigError(f"{source}: not a CSV file ({exc})") from None
     missing = [c for c in REQUIRED if c not in columns]
     if missing or not any(c in columns for c in ("emissions", "emissions_sum")):
         raise ConfigError(f"{source} is not a CodeCarbon emissions file "
