@@ -82,10 +82,11 @@ def test_mlflow_gets_uncertainties_the_run_id_tag_and_its_system_gpu_power_as_se
     # the second source: MLflow's samples integrated over the greenml run's span
     expected_j = WATTS * (stamps[-1] - stamps[0]) / 1000
     assert expected_j > 0
-    assert metrics["greenml/mlflow_system/gpu_energy_kwh"] == pytest.approx(expected_j / 3.6e6)
+    assert metrics["greenml/mlflow_system/gpu_energy_kwh"] == pytest.approx(expected_j / 3.6e6,
+                                                                         rel=1e-4)  # fmt: skip
     own_gpu_j = record.energy.components["gpu"].energy_j
     assert metrics["greenml/mlflow_system/gpu_energy_diff_rel"] == pytest.approx(
-        expected_j / own_gpu_j - 1)
+        expected_j / own_gpu_j - 1, rel=1e-4)
     assert -1 < metrics["greenml/mlflow_system/gpu_energy_diff_rel"] < 0  # a shorter span
 
 
@@ -109,7 +110,8 @@ def test_tensorboard_and_wandb_get_uncertainties_and_the_run_id(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("tensorboard")
-    pytest.importorskip("wandb")
+    wandb = pytest.importorskip("wandb")
+    wandb.teardown()  # W&B keeps its first settings (WANDB_DIR) for the process otherwise
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     monkeypatch.setenv("GREENML_TENSORBOARD_DIR", str(tmp_path / "tb"))
