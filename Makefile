@@ -20,7 +20,7 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 # torch is pinned to the CPU build that lies on these machines' disk (an unpinned torch pulls
 # a several-GB CUDA build); the package's own extra keeps only a lower bound.
 TORCH_PIN := torch==2.13.0
-TEST_EXTRAS := dev,savings,docs,postgres,server,examples,serve,llm,serving,ann,embeddings,compress,resilience,lightning,transformers,otlp,ray,ray-tune,optuna,mlflow,wandb,tensorboard,tables,notebooks,llm-clients,node,nodesim
+TEST_EXTRAS := dev,savings,docs,postgres,server,examples,serve,llm,serving,ann,embeddings,compress,resilience,lightning,transformers,otlp,ray,ray-tune,optuna,mlflow,wandb,tensorboard,tables,notebooks,llm-clients,node,nodesim,interop,release
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q '$(TORCH_PIN)'
@@ -96,9 +96,18 @@ typecheck: $(TEST_STAMP)
 	$(BIN)/mypy src/greenml
 
 # The documentation site (mkdocs.yml, docs/) into site/; any warning fails the build.
-# Offline: no fonts or scripts are fetched (NO_MKDOCS_2_WARNING silences a banner).
-docs: $(TEST_STAMP)
+# Offline: no fonts or scripts are fetched (NO_MKDOCS_2_WARNING silences a banner), and
+# the search index ships as a script (Material's offline plugin), so site/index.html
+# opened from disk searches. `make docs` installs only the docs extra (and greenml's own
+# dependencies, which mkdocstrings and mkdocs-click import), then checks the built search.
+DOCS_STAMP := $(VENV)/.stamp-docs
+$(DOCS_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[docs]'
+	touch $@
+
+docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+	$(BIN)/python scripts/check_offline_search.py site
 
 # Flower (flwr 1.42) pins older protobuf, rich, fastapi and packaging than the other extras
 # use: it gets a venv of its own, where tests/integrations/test_flower_venv.py runs its test.

@@ -49,6 +49,8 @@ COMMANDS = {
     "llm": "greenml.cli.llm:llm",
     "agent": "greenml.cli.agent:agent",
     "savings": "greenml.cli.savings:savings",
+    "export": "greenml.cli.export:export",
+    "import": "greenml.cli.import_runs:import_runs",
 }
 
 # commands that do not first send runs waiting for the team server: `run` must not delay the

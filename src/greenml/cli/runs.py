@@ -67,7 +67,7 @@ def list_runs(
             row["status"],
             render.duration(row["duration_s"]) if row.get("duration_s") is not None else "-",
             _listed_energy(kwh, partial=bool(row.get("partial"))),
-            render.safe(" ".join(row.get("command") or [])[:60]),
+            render.safe(" ".join(row.get("command") or [])[:60] or _imported(row)),
         )
     render.console().print(table)
 
@@ -105,6 +105,12 @@ def show(db_url: str | None, run_id: str) -> None:
         console.print(f"[bold]{'env':>9}[/bold]  {_environment_line(env)}", highlight=False)
     for line in _detail_lines(record):
         console.print(line, highlight=False, markup=False)
+
+
+def _imported(row: dict[str, Any]) -> str:
+    """``imported: codecarbon`` for a run read by ``greenml import`` (it has no command)."""
+    tool = (row.get("tags") or {}).get("imported")
+    return f"imported: {tool}" if tool else ""
 
 
 def _job_line(job: JobBlock) -> str:

@@ -484,3 +484,16 @@ class DirtyCapBlock(Block):
     time_cost_s: float = field(default=0.0, metadata=REQUIRED)
     method: str = field(default="", metadata=REQUIRED)
     note: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportedBlock(Block):
+    """Where an imported run's figures come from (``greenml import``): another tool's own
+    output, with that tool's method as it labels it (greenml never upgrades it to measured)."""
+
+    tool: str = field(default="", metadata=REQUIRED)  # "codecarbon", "carbontracker"
+    tool_version: str | None = None
+    method: str = field(default="", metadata=REQUIRED)  # the tool's own label of how
+    source_file: str | None = None
+    source_run_id: str | None = None
+    imported_at: str | None = field(default=None, metadata=meta(format="date-time"))

@@ -16,7 +16,9 @@ Versions (``schema_version``):
    block (``greenml run --cap-when-dirty``) came later within version 4, without a
    bump: a record without them reads as before;
 5. adds the optional ``node`` block (a node meter or calibration beside the components,
-   and the residual, :mod:`greenml.record.node`); older records read as before.
+   and the residual, :mod:`greenml.record.node`) and the optional ``imported`` block (a run
+   read from another tool's output by ``greenml import``, with that tool's method); older
+   records read as before.
 
 A record reads back to exactly the dict it was stored as, so records ledgered
 by any version keep their hash. The JSON Schema of the record is generated
@@ -36,6 +38,7 @@ from greenml.record.blocks import (
     DirtyCapBlock,
     EmbodiedBlock,
     FlopsBlock,
+    ImportedBlock,
     JobBlock,
     Method,
     PolicyBlock,
@@ -205,6 +208,7 @@ class RunRecord(Block):
     policy: PolicyBlock | None = None
     dirty_cap: DirtyCapBlock | None = None
     node: NodeBlock | None = None
+    imported: ImportedBlock | None = None
     index_sha256: str | None = field(default=None, metadata=meta(pattern="^[0-9a-f]{64}$"))
 
     def _repr_html_(self) -> str:

@@ -10,7 +10,9 @@
 - M: embodied emissions, a time share (TiR of EL) and resource share (RR of
   ToR) of each device's total embodied emissions TE, from the cited table
   (:mod:`greenml.hardware.embodied`) or ``--embodied-kg``;
-- R: the functional unit the user chose (``--per``, ``--units``). ``--per workflow``
+- R: the functional unit the user chose (``--per``, ``--units``); the provider's units
+  of SCI for AI (per FLOP, training token, parameter; gross and effective) beside it
+  (:mod:`greenml.report.sci_ai`, ``-O parameters=``, ``-O training_tokens=``). ``--per workflow``
   counts the runs' workflow executions and adds their model calls (measured and
   estimated apart) to O (:mod:`greenml.report.sci_workflow`).
 
@@ -101,6 +103,8 @@ def build(
     units: float | None = None,
     embodied_kg: float | None = None,
     lifetime_years: float | None = None,
+    parameters: float | None = None,
+    training_tokens: float | None = None,
 ) -> Report:
     """The SCI score of a run set per functional unit, with every term and its source.
 
@@ -182,6 +186,10 @@ def build(
         ),
         Section("Runs", tables=[prose.runs_table(runs)]),
     ]
+    from greenml.report.sci_ai import provider_units
+
+    provider, data["sci_ai"] = provider_units(runs.records, total_g, parameters, training_tokens)
+    sections.insert(3, provider)
     if workflow is not None and workflow.executions:
         parts = sci_workflow.parts_table(workflow, local_g, runs.facility_energy.value, r.count)
         sections.insert(1, Section("Workflow", tables=[parts]))

@@ -73,6 +73,7 @@ class WindowFeed:
                     duration_s=m.duration_s, energy_kwh=kwh,
                     co2_kg=None if self.g_per_kwh is None else kwh * self.g_per_kwh / 1000,
                     cost_usd=None if self.usd_per_kwh is None else kwh * self.usd_per_kwh,
+                    energy_uncertainty_rel=m.uncertainty_rel,
                 )
             )  # fmt: skip
         self._taken = len(windows)

@@ -118,8 +118,12 @@ def stored_series(store: Store, run_id: str) -> list[dict[str, Any]]:
     return series
 
 
-def import_run(store: Store, document: dict[str, Any], project_id: int | None) -> bool:
+def import_run(store: Store, document: dict[str, Any], project_id: int | None,
+               *, upload: bool = True) -> bool:  # fmt: skip
     """Store an upload document in one transaction; False when the run was already there.
+
+    ``upload=False`` stores the run without an upload row (a run read from another
+    tool's files by ``greenml import``, not sent by a client).
 
     Raises:
         ConfigError: The document is not a finished run in format 1 (one line says why).
@@ -156,6 +160,8 @@ def import_run(store: Store, document: dict[str, Any], project_id: int | None) -
         if window_rows:
             conn.execute(windows.insert(), window_rows)
         _insert_samples(conn, run_id, sample_series)
+        if not upload:
+            return True
         conn.execute(run_uploads.insert().values(
             run_id=run_id, project_id=project_id, user=user,
             uploaded_at=time.time(), started_at=run_row["started_at"],

@@ -4,7 +4,10 @@ Metric names are the same in every tracker: ``greenml/WINDOW/energy_kwh``,
 ``greenml/WINDOW/power_w``, ``greenml/WINDOW/co2_kg``, ``greenml/WINDOW/cost_usd``
 (``WINDOW`` is the window's name, ``epoch`` …, and the step is its index among
 the windows of that name), and at the end the run's totals ``greenml/energy_kwh``,
-``greenml/co2_kg``, ``greenml/cost_usd``.
+``greenml/co2_kg``, ``greenml/cost_usd``. Each figure with a known uncertainty has
+it beside it, as an absolute ± in the same unit: ``…/energy_kwh_uncertainty``,
+``greenml/co2_kg_uncertainty``, ``greenml/cost_usd_uncertainty``. Every tracker also
+gets the greenml run id (:data:`RUN_ID_TAG`), so a tracker run leads back to the record.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from greenml.errors import MissingExtra
+
+RUN_ID_TAG = "greenml.run_id"
+"""The tag (MLflow), config key (W&B) or text (TensorBoard) holding the greenml run id."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,7 @@ class WindowMetrics:
     energy_kwh: float
     co2_kg: float | None
     cost_usd: float | None
+    energy_uncertainty_rel: float | None = None  # of energy_kwh (the window's measurement)
 
     @property
     def power_w(self) -> float:
@@ -36,6 +43,8 @@ class WindowMetrics:
         """``{"greenml/epoch/energy_kwh": …, …}``: only the figures that are known."""
         base = f"greenml/{self.name}"
         out = {f"{base}/energy_kwh": self.energy_kwh, f"{base}/power_w": self.power_w}
+        if self.energy_uncertainty_rel is not None:
+            out[f"{base}/energy_kwh_uncertainty"] = self.energy_kwh * self.energy_uncertainty_rel
         if self.co2_kg is not None:
             out[f"{base}/co2_kg"] = self.co2_kg
         if self.cost_usd is not None:
@@ -44,14 +53,17 @@ class WindowMetrics:
 
 
 def totals(record: dict[str, Any]) -> dict[str, float]:
-    """The run's ``greenml/energy_kwh``, ``greenml/co2_kg``, ``greenml/cost_usd`` (known ones)."""
+    """The run's ``greenml/energy_kwh``, ``greenml/co2_kg``, ``greenml/cost_usd`` (known ones),
+    each with its ``…_uncertainty`` (absolute, same unit) when the record states one."""
     out: dict[str, float] = {}
-    kwh = (record.get("energy") or {}).get("total_kwh")
-    kg = (record.get("carbon") or {}).get("kg")
-    usd = (record.get("cost") or {}).get("usd")
-    for key, value in (("energy_kwh", kwh), ("co2_kg", kg), ("cost_usd", usd)):
-        if isinstance(value, int | float):
+    for key, block, value_key in (("energy_kwh", "energy", "total_kwh"), ("co2_kg", "carbon", "kg"),
+                                  ("cost_usd", "cost", "usd")):  # fmt: skip
+        part = record.get(block) or {}
+        value, rel = part.get(value_key), part.get("uncertainty_rel")
+        if isinstance(value, int | float) and not isinstance(value, bool):
             out[f"greenml/{key}"] = float(value)
+            if isinstance(rel, int | float) and not isinstance(rel, bool):
+                out[f"greenml/{key}_uncertainty"] = float(value) * float(rel)
     return out
 
 

@@ -1,5 +1,10 @@
 """MLflow sink: window metrics in batches, the run record and impact statement as artifacts.
 
+Each figure has its uncertainty beside it (``…_uncertainty``), the run carries the
+tag ``greenml.run_id``, and when the MLflow run holds MLflow's own system metrics
+(GPU power), their energy is logged as a second source
+(:mod:`greenml.trackers.mlflow_system`).
+
 Logs into the user's active MLflow run when there is one (it is left open),
 else into a new run of the experiment ``MLFLOW_EXPERIMENT_NAME`` (default
 ``greenml``) that the sink ends. The tracking URI is MLflow's own setting
@@ -17,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from greenml.errors import MissingExtra
-from greenml.trackers.base import WindowMetrics, require, totals
+from greenml.trackers.base import RUN_ID_TAG, WindowMetrics, require, totals
 
 MAX_BATCH = 1000  # MLflow's limit of metrics per log_batch call
 
@@ -75,8 +80,23 @@ class MlflowSink:
         client = self._ready()
         if record is not None:
             self._log([(k, v, time.time(), 0) for k, v in totals(record).items()])
+            client.set_tag(self.run_id, RUN_ID_TAG, str(record.get("id", "")))
+            self._second_source(client, record)
             client.log_dict(self.run_id, record, "greenml/run_record.json")
         if statement is not None:
             client.log_text(self.run_id, statement, "greenml/impact_statement.md")
         if self._owned:
             client.set_terminated(self.run_id)
+
+    def _second_source(self, client: Any, record: dict[str, Any]) -> None:
+        """MLflow's own GPU power (system metrics), integrated beside greenml's GPU energy."""
+        from greenml.trackers.mlflow_system import second_source_metrics, system_gpu_energy_j
+
+        assert self.run_id is not None
+        mlflow_j = system_gpu_energy_j(client, self.run_id, record)
+        if mlflow_j is None:
+            return
+        gpu = ((record.get("energy") or {}).get("components") or {}).get("gpu") or {}
+        own = gpu.get("energy_j") if isinstance(gpu.get("energy_j"), int | float) else None
+        metrics = second_source_metrics(own, mlflow_j)
+        self._log([(k, v, time.time(), 0) for k, v in metrics.items()])

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from greenml.errors import MissingExtra
-from greenml.trackers.base import WindowMetrics, require, totals
+from greenml.trackers.base import RUN_ID_TAG, WindowMetrics, require, totals
 
 LOG_DIR_ENV = "GREENML_TENSORBOARD_DIR"
 
@@ -48,6 +48,7 @@ class TensorBoardSink:
         if record is not None:
             for key, value in totals(record).items():
                 writer.add_scalar(key, value, 0)
+            writer.add_text(RUN_ID_TAG, str(record.get("id", "")), 0)
             text = json.dumps(record, indent=2, default=str)
             writer.add_text("greenml/run_record", f"```json\n{text}\n```", 0)
         if statement is not None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from greenml.errors import MissingExtra
-from greenml.trackers.base import WindowMetrics, require, totals
+from greenml.trackers.base import RUN_ID_TAG, WindowMetrics, require, totals
 
 
 class WandbSink:
@@ -55,6 +55,9 @@ class WandbSink:
         run = self._ready()
         if record is not None:
             run.summary.update(totals(record))
+            run_id = str(record.get("id", ""))
+            run.config.update({RUN_ID_TAG: run_id}, allow_val_change=True)
+            run.tags = (*(run.tags or ()), f"greenml:{run_id}"[:64])
             wandb = require("wandb", "wandb", "logging to Weights & Biases")
             artifact = wandb.Artifact(f"greenml-run-{record.get('id', 'run')}", type="greenml-run")
             folder = Path(tempfile.mkdtemp(prefix="greenml-wandb-"))
