@@ -30,15 +30,28 @@ def varied_runs(folder: Path, count: int, start: float = T0) -> list[dict[str, A
             started_at=datetime.fromtimestamp(begun, timezone.utc).isoformat(),
             tags={"team": "vision" if k % 2 else "nlp", "samples": str(1000 * (k % 5 + 1))},
         )  # fmt: skip
-        record["energy"]["total_j"] = joules
+        _scale_energy(record["energy"], joules / record["energy"]["total_j"])
         record["carbon"] = {**record["carbon"], "kg": joules * 1e-7}
         record["cost"] = {"status": "ok", "usd": joules * 2e-8, "uncertainty_rel": 0.1,
                           "basis": "electricity", "source": "test tariff"}  # fmt: skip
         record["job"] = {"job_id": str(4000 + k // 2), "source": "slurm",
                          "node": f"gpu-node-{k % 4:02d}"}  # fmt: skip
-        doc["user"] = USERS[k % 3]
+        doc["user"] = USERS[(k // 2) % 3]
         out.append(doc)
     return out
+
+
+def _scale_energy(block: dict[str, Any], factor: float) -> None:
+    """Every energy figure of an energy block (total, components, devices) times ``factor``."""
+    for key in ("total_j", "energy_j"):
+        if isinstance(block.get(key), int | float):
+            block[key] *= factor
+    if isinstance(block.get("total_kwh"), int | float):
+        block["total_kwh"] *= factor
+    for child in (*(block.get("components") or {}).values(),
+                  *(block.get("devices") or {}).values()):  # fmt: skip
+        if isinstance(child, dict):
+            _scale_energy(child, factor)
 
 
 def load(store: Store, project_id: int, documents: list[dict[str, Any]]) -> None:

@@ -37,7 +37,14 @@ def money(
         text = f"{sign}${sig(amount, digits)}" if amount else "$0.00"
     if uncertainty_usd is None:
         return text
-    return f"{text} ± ${spread(abs(uncertainty_usd))}"
+    return f"{text} ± ${_spread(abs(uncertainty_usd))}"
+
+
+def _spread(usd: float) -> str:
+    """A ± in dollars to two significant figures, never with an exponent (``0.000010``)."""
+    if 1e-10 <= usd < 1:
+        return f"{usd:.{max(1 - math.floor(math.log10(usd)), 0)}f}"
+    return spread(usd)
 
 
 MONEY_AXIS_UNITS = ((1e-6, "µUSD"), (1e-3, "mUSD"), (1.0, "USD"), (1e3, "kUSD"), (1e6, "MUSD"))

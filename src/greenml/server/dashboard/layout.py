@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlencode
 
@@ -36,6 +37,7 @@ th, td { padding: .3rem .5rem; border-bottom: 1px solid var(--rule); text-align:
 .scroll { overflow-x: auto; max-width: 100%; }
 .scroll:focus { outline: 2px solid var(--accent); }
 th a { color: inherit; } th[aria-sort] a { text-decoration: none; }
+.nw { white-space: nowrap; }
 .id { font-family: ui-monospace, monospace; font-size: .75rem; }
 thead th { background: #f6f7f6; border-bottom: 2px solid #999; }
 .num { text-align: right; white-space: nowrap; }
@@ -154,11 +156,20 @@ class Markup(str):
 
 
 def cell_html(cell: object) -> str:
-    return str(cell) if isinstance(cell, Markup) else esc("" if cell is None else cell)
+    return str(cell) if isinstance(cell, Markup) else words("" if cell is None else cell)
+
+
+_JOINED = re.compile(r"\S*[-‐/]\S*")
+
+
+def words(text: object) -> str:
+    """``text`` escaped, each word with a hyphen or slash kept whole on its line
+    (``2024-05-01``, ``gpu-node-03``): lines break between words only."""
+    return _JOINED.sub(lambda m: f'<span class="nw">{m.group(0)}</span>', esc(text))
 
 
 def link(href: str, text: object, **params: object) -> Markup:
     """``<a>`` to ``href`` with query ``params`` (both escaped)."""
     query = urlencode({k: v for k, v in params.items() if v not in (None, "")}, doseq=True)
     url = href + (f"?{query}" if query else "")
-    return Markup(f'<a href="{esc(url)}">{esc(text)}</a>')
+    return Markup(f'<a href="{esc(url)}">{words(text)}</a>')

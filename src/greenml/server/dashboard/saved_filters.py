@@ -16,9 +16,9 @@ from fastapi.responses import RedirectResponse, Response
 
 from greenml.errors import AccessDenied, ConfigError
 from greenml.report.svg import esc
-from greenml.server.auth import SESSION_COOKIE, Scope, same_origin
+from greenml.server.auth import SESSION_COOKIE, Scope, same_origin, scope_for
 from greenml.server.dashboard.layout import CSRF_FIELD, link
-from greenml.server.state import scope, state_of
+from greenml.server.state import state_of
 
 router = APIRouter(include_in_schema=False)
 NAMESPACE = "dashboard-filters"
@@ -71,14 +71,18 @@ def _post_form(action: str, where: Scope, fields: dict[str, str], text: str, lab
 
 
 async def _form(request: Request) -> tuple[Scope, dict[str, str]]:
-    """The signed-in scope and the posted form, once its CSRF token and origin check out."""
-    where = scope(request, "read")
+    """The session's scope and the posted form, once its CSRF token and origin check out.
+
+    The session cookie grants no POST by itself (:func:`greenml.server.auth.cookie_allowed`):
+    this one is granted only with the session's CSRF token, sent from this server's page.
+    """
     form = {k: v[0] for k, v in parse_qs((await request.body()).decode("utf-8", "replace"),
                                           keep_blank_values=True).items()}  # fmt: skip
     sid = request.cookies.get(SESSION_COOKIE) or ""
-    sessions = state_of(request).sessions
-    if not same_origin(request) or not sessions.check_csrf(sid, form.get(CSRF_FIELD, "")):
+    state = state_of(request)
+    if not same_origin(request) or not state.sessions.check_csrf(sid, form.get(CSRF_FIELD, "")):
         raise AccessDenied("save filters from the dashboard's own form (CSRF check failed)", 403)
+    where = scope_for(state.store, state.sessions.token(sid), "read", None, public_read=False)
     return where, form
 
 
