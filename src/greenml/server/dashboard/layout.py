@@ -27,12 +27,12 @@ header.bar { background: var(--accent); color: #fff; padding: .5rem 1.5rem; disp
   gap: 1.5rem; align-items: center; flex-wrap: wrap; }
 header.bar a { color: #fff; text-decoration: none; font-weight: 600; }
 header.bar form { margin-left: auto; }
-.page { max-width: 72rem; margin: 0 auto; padding: 1.5rem; }
+.page { max-width: 80rem; margin: 0 auto; padding: 1.5rem; }
 h1 { font-size: 1.5rem; margin: .2rem 0 1rem; overflow-wrap: break-word; }
 h2 { font-size: 1.15rem; margin: 2rem 0 .5rem; border-bottom: 1px solid var(--rule); }
-table { border-collapse: collapse; width: 100%; font-size: .9rem;
+table { border-collapse: collapse; width: 100%; font-size: .85rem;
   font-variant-numeric: tabular-nums; }
-th, td { padding: .3rem .5rem; border-bottom: 1px solid var(--rule); text-align: left;
+th, td { padding: .3rem .4rem; border-bottom: 1px solid var(--rule); text-align: left;
   vertical-align: top; overflow-wrap: normal; word-break: normal; hyphens: manual; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .scroll:focus { outline: 2px solid var(--accent); }

@@ -123,7 +123,7 @@ def filter_form(view: dict[str, str]) -> str:
         f'<label>{esc(label)}<input name="{key}" value="{esc(view[key])}"'
         f' placeholder="{esc(hint)}"{" type=search" if key == "q" else ""}></label>'
         for key, label, hint in (
-            ("q", "search", "words in name, tags, user, node, job"),
+            ("q", "search", "words: name, tag, user…"),
             ("name", "name", "exact name"), ("tag", "tags", "key=value, …"),
             ("user", "user", ""), ("since", "since", "2024-05-01"), ("until", "until", ""),
         )
