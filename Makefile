@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.stamp-test
 CHROMIUM_STAMP := $(VENV)/.stamp-chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint typecheck docs unit bench bench-zeus clean
+.PHONY: demo test lint typecheck docs unit bench bench-zeus bench-dashboard clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,20 @@ $(CHROMIUM_STAMP): | $(BIN)/python
 	  } || { echo "installing chromium failed" >&2; [ "$$CI" != true ]; }; \
 	else echo "chromium not found and no apt-get: the HTML rendering tests will skip" >&2; fi
 	@if command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then touch $@; fi
+
+# axe-core (npm) checks the dashboard's pages for accessibility errors in tests/server; installed
+# into .venv/npm from the npm registry (the pinned version), never fetched at test time.
+AXE_VERSION := 4.14.1
+AXE_STAMP := $(VENV)/.stamp-axe-$(AXE_VERSION)
+$(AXE_STAMP): | $(BIN)/python
+	@if ! command -v npm >/dev/null && command -v apt-get >/dev/null; then \
+	  { $(SUDO) apt-get update -q && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends npm; \
+	  } || { echo "installing npm failed" >&2; [ "$$CI" != true ]; }; fi
+	@if command -v npm >/dev/null; then \
+	  mkdir -p $(VENV)/npm && npm install -q --no-save --no-audit --no-fund --prefix $(VENV)/npm \
+	    'axe-core@$(AXE_VERSION)' && touch $@; \
+	else echo "npm not found: the accessibility tests will skip" >&2; [ "$$CI" != true ]; fi
 
 # promtool checks the Prometheus rules and alert tests in tests/exporter (Debian package
 # prometheus); installed with apt when missing, like chromium.
@@ -123,7 +137,7 @@ $(FLOWER_STAMP): pyproject.toml
 unit: $(TEST_STAMP)
 	$(BIN)/pytest -q -m "not slow" -n auto
 
-test: lint typecheck docs $(TEST_STAMP) $(CHROMIUM_STAMP) $(PROMTOOL_STAMP) $(SLURM_STAMP) $(FLOWER_STAMP) $(IPMITOOL_STAMP)
+test: lint typecheck docs $(TEST_STAMP) $(CHROMIUM_STAMP) $(AXE_STAMP) $(PROMTOOL_STAMP) $(SLURM_STAMP) $(FLOWER_STAMP) $(IPMITOOL_STAMP)
 	$(BIN)/pytest -q
 
 BENCH_STAMP := $(VENV)/.stamp-bench
@@ -138,9 +152,21 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python -m compileall -q src
 	$(BIN)/python benchmarks/run_targets.py
 
+# The dashboard against MLflow's UI on the same 5,000 runs, in Chromium. MLflow's server (the
+# full `mlflow` package: Flask, alembic, its UI) goes into a venv of its own, .venv-mlflow.
+MLFLOW_VENV := .venv-mlflow
+MLFLOW_STAMP := $(MLFLOW_VENV)/.stamp
+$(MLFLOW_STAMP):
+	$(PYTHON) -m venv $(MLFLOW_VENV)
+	$(MLFLOW_VENV)/bin/pip install -q 'mlflow==3.17.2'
+	touch $@
+
+bench-dashboard: $(TEST_STAMP) $(CHROMIUM_STAMP) $(MLFLOW_STAMP)
+	$(BIN)/python benchmarks/dashboard_vs_mlflow.py --mlflow $(MLFLOW_VENV)/bin/mlflow
+
 # Zeus's own simulator side by side (installs zeus==0.16.0 into a throwaway venv; ~16 min on 2 free cores).
 bench-zeus: $(TEST_STAMP)
 	$(BIN)/python benchmarks/zeus_simulator.py --seeds 20
 
 clean:
-	rm -rf $(VENV) $(FLOWER_VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(FLOWER_VENV) $(MLFLOW_VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -83,6 +83,21 @@ def test_money_never_uses_an_exponent(usd: float) -> None:
     assert float(text[1:].replace(",", "")) == pytest.approx(usd, rel=5e-3, abs=0.005)
 
 
+@given(st.floats(min_value=1e-6, max_value=1e9), st.floats(min_value=1e-4, max_value=0.5))
+def test_money_with_its_uncertainty_never_uses_an_exponent(usd: float, rel: float) -> None:
+    text = q.money(usd, usd * rel)
+    _, _, unc = text.partition(" ± ")
+    assert "e" not in text and unc.startswith("$"), text
+    assert float(unc[1:].replace(",", "")) == pytest.approx(usd * rel, rel=0.06, abs=0.5), text
+
+
+@given(st.lists(st.floats(min_value=0.0, max_value=1e12), min_size=1, max_size=30))
+def test_money_axis_keeps_the_tallest_bar_between_1_and_1000(usd: list[float]) -> None:
+    size, unit = q.money_axis(max(usd))
+    tallest = max(usd) / size
+    assert tallest == 0 or 1 <= tallest < 1000 or unit in ("µUSD", "MUSD"), (usd, unit)
+
+
 @given(st.lists(st.floats(min_value=0.0, max_value=1e12), min_size=1, max_size=30))
 def test_a_chart_axis_unit_never_leaves_the_tallest_bar_below_one(grams: list[float]) -> None:
     size, unit = q.mass_axis(max(grams))

@@ -77,7 +77,7 @@ def test_sign_in_filter_open_download_and_nothing_injected_runs(
     page.wait_for_url("**/runs?*tag=team*")
     page.wait_for_load_state("load")
     assert rows.count() == 1 and "resnet" in rows.first.inner_text()
-    page.click(f"text={site['run']}")
+    page.click(f"a[href='/runs/{site['run']}']")
     page.wait_for_url(f"**/runs/{site['run']}")
     page.wait_for_load_state("load")
     paths = page.locator("#power svg path, #power svg polyline")

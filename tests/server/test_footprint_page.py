@@ -3,6 +3,7 @@ location-based figure, each with its method and source; missing blocks say why."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tests.server.conftest import Server
@@ -40,7 +41,7 @@ def test_market_embodied_water_and_flops_stand_beside_location_based(
                        "peak_source": "A100 dense bf16 (datasheet)", "flops_per_j": 2.5e11,
                        "uncertainty_rel": 0.02}  # fmt: skip
     html = _signed_in_page(server, doc)
-    section = html.split("Footprint beyond location-based carbon", 1)[1]
+    section = re.sub(r"<[^>]+>", "", html.split("Footprint beyond location-based carbon", 1)[1])
     assert "CO2eq, location-based" in section and "250 g" in section
     assert "CO2eq, market-based" in section and "50.0 g" in section
     assert "certificates 80 %" in section and "never" in section  # offsets never subtracted

@@ -26,7 +26,7 @@ from greenml.quantities.energy import (
     power,
 )
 from greenml.quantities.mass import MASS_UNITS, co2, mass, mass_axis
-from greenml.quantities.money import money
+from greenml.quantities.money import MONEY_AXIS_UNITS, money, money_axis
 from greenml.quantities.percent import percent, percent_pm, pm
 from greenml.quantities.rounding import count, digits_for, round_to, scientific, sig
 from greenml.quantities.units import Ladder, axis_unit, scaled, unit_for
@@ -38,6 +38,7 @@ __all__ = [
     "J_PER_MWH",
     "LITRE_UNITS",
     "MASS_UNITS",
+    "MONEY_AXIS_UNITS",
     "POWER_UNITS",
     "Ladder",
     "axis_unit",
@@ -56,6 +57,7 @@ __all__ = [
     "mass",
     "mass_axis",
     "money",
+    "money_axis",
     "mwh",
     "percent",
     "percent_pm",

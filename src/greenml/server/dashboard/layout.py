@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlencode
 
@@ -26,16 +27,24 @@ header.bar { background: var(--accent); color: #fff; padding: .5rem 1.5rem; disp
   gap: 1.5rem; align-items: center; flex-wrap: wrap; }
 header.bar a { color: #fff; text-decoration: none; font-weight: 600; }
 header.bar form { margin-left: auto; }
-.page { max-width: 72rem; margin: 0 auto; padding: 1.5rem; }
-h1 { font-size: 1.5rem; margin: .2rem 0 1rem; overflow-wrap: anywhere; }
+.page { max-width: 80rem; margin: 0 auto; padding: 1.5rem; }
+h1 { font-size: 1.5rem; margin: .2rem 0 1rem; overflow-wrap: break-word; }
 h2 { font-size: 1.15rem; margin: 2rem 0 .5rem; border-bottom: 1px solid var(--rule); }
-table { border-collapse: collapse; width: 100%; font-size: .9rem;
+table { border-collapse: collapse; width: 100%; font-size: .85rem;
   font-variant-numeric: tabular-nums; }
-th, td { padding: .3rem .5rem; border-bottom: 1px solid var(--rule); text-align: left;
-  vertical-align: top; overflow-wrap: anywhere; }
+th, td { padding: .3rem .4rem; border-bottom: 1px solid var(--rule); text-align: left;
+  vertical-align: top; overflow-wrap: normal; word-break: normal; hyphens: manual; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.scroll:focus { outline: 2px solid var(--accent); }
+th a { color: inherit; } th[aria-sort] a { text-decoration: none; }
+.nw { white-space: nowrap; }
+.id { font-family: ui-monospace, monospace; font-size: .75rem; }
 thead th { background: #f6f7f6; border-bottom: 2px solid #999; }
 .num { text-align: right; white-space: nowrap; }
 .muted, .note { color: var(--muted); font-size: .85rem; }
+.saved { display: flex; gap: .5rem 1rem; flex-wrap: wrap; align-items: center; }
+.saved form { display: inline; }
+button.link { background: none; color: #1a4d8f; text-decoration: underline; padding: 0; }
 form.filters { display: flex; gap: .5rem; flex-wrap: wrap; align-items: end; margin-bottom: 1rem; }
 form.filters label { display: flex; flex-direction: column; font-size: .8rem; color: var(--muted); }
 input, select, button { font: inherit; padding: .25rem .4rem; }
@@ -46,7 +55,7 @@ figure { margin: 1rem 0; } figcaption { font-weight: 600; }
 .verdict.fail { border-color: #b3261e; }
 .error { color: #b3261e; font-weight: 600; }
 dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; }
-dl.kv dt { color: var(--muted); } dl.kv dd { margin: 0; overflow-wrap: anywhere; }
+dl.kv dt { color: var(--muted); } dl.kv dd { margin: 0; overflow-wrap: break-word; min-width: 0; }
 """
 
 
@@ -68,6 +77,7 @@ def page(
             f'<a href="/runs">Runs</a><a href="/jobs">Jobs</a>'
             f'<a href="/project">Project {esc(project)}</a>'
             '<a href="/serving">Serving</a>'
+            '<a href="/charts">Charts</a>'
             '<a href="/compare">Compare</a>'
             f'<form method="post" action="/logout">{hidden}'
             '<button type="submit">Sign out</button></form>'
@@ -119,14 +129,26 @@ def table(
     columns: Sequence[str], rows: Iterable[Sequence[object]], numeric: Sequence[int] = ()
 ) -> str:
     """A table of escaped cells; ``rows`` cells are plain text, or ``Markup`` (already HTML)."""
-    head = "".join(f'<th class="{"num" if i in numeric else ""}">{esc(c)}</th>'
+    head = "".join(f'<th scope="col" class="{"num" if i in numeric else ""}">{esc(c)}</th>'
                    for i, c in enumerate(columns))  # fmt: skip
+    return scroll(f"<table><thead><tr>{head}</tr></thead>{table_body(rows, numeric)}</table>",
+                  ", ".join(columns[:2]))
+
+
+def table_body(rows: Iterable[Sequence[object]], numeric: Sequence[int] = ()) -> str:
+    """``<tbody>`` of escaped cells (``Markup`` cells are already HTML)."""
     body = "".join(
         "<tr>" + "".join(f'<td class="{"num" if i in numeric else ""}">{cell_html(c)}</td>'
                          for i, c in enumerate(row)) + "</tr>"
         for row in rows
     )  # fmt: skip
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<tbody>{body}</tbody>"
+
+
+def scroll(html: str, label: str) -> str:
+    """A wide table in a box that scrolls sideways (and takes focus, for the keyboard)."""
+    return (f'<div class="scroll" tabindex="0" role="region" aria-label="{esc(label)} table">'
+            f"{html}</div>")
 
 
 class Markup(str):
@@ -134,11 +156,20 @@ class Markup(str):
 
 
 def cell_html(cell: object) -> str:
-    return str(cell) if isinstance(cell, Markup) else esc("" if cell is None else cell)
+    return str(cell) if isinstance(cell, Markup) else words("" if cell is None else cell)
+
+
+_JOINED = re.compile(r"\S*[-‐/]\S*")
+
+
+def words(text: object) -> str:
+    """``text`` escaped, each word with a hyphen or slash kept whole on its line
+    (``2024-05-01``, ``gpu-node-03``): lines break between words only."""
+    return _JOINED.sub(lambda m: f'<span class="nw">{m.group(0)}</span>', esc(text))
 
 
 def link(href: str, text: object, **params: object) -> Markup:
     """``<a>`` to ``href`` with query ``params`` (both escaped)."""
     query = urlencode({k: v for k, v in params.items() if v not in (None, "")}, doseq=True)
     url = href + (f"?{query}" if query else "")
-    return Markup(f'<a href="{esc(url)}">{esc(text)}</a>')
+    return Markup(f'<a href="{esc(url)}">{words(text)}</a>')

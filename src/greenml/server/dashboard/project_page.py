@@ -1,5 +1,5 @@
-"""The project page (energy, CO2eq and cost per week, top consumers, how much is known)
-and the comparison of two runs or two tags with the CI gate's verdict."""
+"""The project page: energy, CO2eq and cost per week, top consumers, how much is known
+(the comparison of runs is :mod:`compare_page`)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from greenml.errors import ConfigError, GreenmlError
+from greenml.errors import ConfigError
 from greenml.quantities import energy, energy_axis, mass, mass_axis, money, percent
 from greenml.report.model import Figure, Series
 from greenml.report.svg import esc
 from greenml.server.dashboard.layout import figure_html, link, page, table
-from greenml.server.dashboard.run_page import downloads
-from greenml.server.reports import MAX_REPORT_RUNS
 from greenml.server.state import scope, state_of
 from greenml.store import query
 from greenml.store.record import iso_utc
@@ -96,70 +94,6 @@ def _known(bucket: dict[str, Any], key: str, fmt: Any) -> str:
         return "unknown"
     unit = key.split("_")[1]
     return str(fmt(bucket[key], bucket[f"{key.split('_')[0]}_uncertainty_{unit}"]))
-
-
-@router.get("/compare")
-def compare_view(
-    request: Request, a: str = "", b: str = "", tag_a: str = "", tag_b: str = "",
-    allowed: float = 5.0,
-) -> Response:  # fmt: skip
-    """Baseline ``a`` (run id) or ``tag_a`` (KEY=VALUE) against candidate ``b`` / ``tag_b``."""
-    where = scope(request, "read")
-    form = (
-        '<form class="filters" method="get" action="/compare">'
-        + "".join(f'<label>{esc(label)}<input name="{k}" value="{esc(v)}"></label>'
-                  for k, label, v in (
-                      ("a", "baseline run", a), ("tag_a", "or baseline tag", tag_a),
-                      ("b", "candidate run", b), ("tag_b", "or candidate tag", tag_b),
-                      ("allowed", "allowed increase %", f"{allowed:g}")))
-        + '<button type="submit">Compare</button></form>'
-    )  # fmt: skip
-    body = f"<h1>Compare runs</h1>{form}"
-    if (a or tag_a) and (b or tag_b):
-        body += _verdict(request, where, (a, tag_a), (b, tag_b), allowed / 100)
-    return page("Compare", body, project=where.project, csrf=where.csrf)
-
-
-def _side(request: Request, where: Any, run_id: str, tag: str) -> list[dict[str, Any]]:
-    store = state_of(request).store
-    if run_id:
-        if query.project_of_run(store, run_id) != where.project_id:
-            raise ConfigError(f"no run {run_id!r} in project {where.project!r}")
-        return [store.get_record(run_id, exact=True)]
-    key, sep, value = tag.partition("=")
-    if not sep:
-        raise ConfigError(f"tag must be KEY=VALUE, not {tag!r}")
-    found, _ = query.find_runs(store, query.RunFilter(project_id=where.project_id,
-                                                      tags={key: value}),
-                               limit=min(MAX_REPORT_RUNS, query.MAX_PAGE))  # fmt: skip
-    if not found:
-        raise ConfigError(f"no runs of the project carry {tag}")
-    return [store.get_record(r["id"], exact=True) for r in found]
-
-
-def _verdict(request: Request, where: Any, base: tuple[str, str], cand: tuple[str, str],
-             allowed: float) -> str:  # fmt: skip
-    from greenml.report.gate import check
-
-    try:
-        baseline, candidate = _side(request, where, *base), _side(request, where, *cand)
-        verdict = check(baseline, candidate, allowed)
-    except GreenmlError as exc:
-        return f'<p class="error">Cannot compare: {esc(exc)}</p>'
-    rows = []
-    for side, records in (("baseline", baseline), ("candidate", candidate)):
-        for r in records:
-            e = r.get("energy") or {}
-            total = float(e.get("total_j") or 0)
-            kg = (r.get("carbon") or {}).get("kg")
-            rows.append([side, link(f"/runs/{r['id']}", r["id"]), r.get("name") or "",
-                         energy(total, total * float(e.get("uncertainty_rel") or 0)),
-                         _maybe(None if kg is None else float(kg) * 1000, mass)])  # fmt: skip
-    params = {"run": [r["id"] for r in baseline + candidate]}
-    css = "verdict fail" if verdict.outcome == "fail" else "verdict"
-    return (f'<p class="{css}" data-outcome="{esc(verdict.outcome)}">{esc(verdict.line())}</p>'
-            + table(["side", "run", "name", "energy", "CO2eq"], rows, numeric=(3, 4))
-            + "<h2>Reports of these runs</h2>" + downloads(**params))  # fmt: skip
 
 
 def _maybe(value: float | None, fmt: Any) -> str:
