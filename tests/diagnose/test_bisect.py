@@ -63,7 +63,7 @@ def test_bisect_names_the_commit_that_made_the_workload_slower(
     slower = _git(repo, "rev-parse", "HEAD~1")
     monkeypatch.chdir(repo)
     out = CliRunner().invoke(cli, [
-        "bisect", "--good", "HEAD~3", "--bad", "main", "--runs", "2", "--sample-hz", "20",
+        "bisect", "--good", "HEAD~3", "--bad", "main", "--repeats", "2", "--sample-hz", "20",
         "--max-increase", "25%",
         "--json", "--db", str(tmp_path / "runs.db"), "--", sys.executable, "-S", "work.py",
     ])  # fmt: skip

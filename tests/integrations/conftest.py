@@ -37,5 +37,7 @@ def meter(nvml: FakeNvml) -> Iterator[Meter]:
 
 @pytest.fixture
 def tuning(nvml: FakeNvml) -> dict[str, Any]:
-    """PowerLimitOptimizer options: 7 limits × (1 warm-up + 2 measured) = 21 steps."""
-    return {"nvml": nvml, "clock": nvml.clock, "warmup_steps": 1, "profile_steps": 2}
+    """PowerLimitOptimizer options: 7 limits × (1 warm-up + 2 measured) = 21 steps (the wait
+    for a steady power is off: it is tested in tests/optimize/test_steady.py)."""
+    return {"nvml": nvml, "clock": nvml.clock, "warmup_steps": 1, "profile_steps": 2,
+            "wait_for_steady": False}  # fmt: skip

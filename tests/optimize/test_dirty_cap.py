@@ -132,7 +132,7 @@ def test_greenml_run_caps_on_the_fake_gpus_and_records_it(tmp_path: Path) -> Non
     result = subprocess.run([
         sys.executable, "-m", "greenml", "run", "--cap-when-dirty", "--cap-curve", str(curve),
         "--dirty-above", "300", "--intensity-trace", str(trace), "--db", str(tmp_path / "r.db"),
-        "--json-out", str(out_json), "--", "python3", "-c", "import time; time.sleep(2.5)",
+        "--json-out", str(out_json), "--", "python3", "-c", "import time; time.sleep(4)",
     ], env=env, capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stderr
     block = RunRecord.from_dict(json.loads(out_json.read_text())).dirty_cap

@@ -121,6 +121,10 @@ def test_an_array_is_stored_by_task_and_found_by_task_or_array(cluster: Cluster)
     array = _srun_job(cluster, run, "-N2", "--array=0-1", "--job-name=sweep")
     cluster.wait_sacct(array)
     task = cluster.job_json(f"{array}_0")
+    deadline = time.monotonic() + 30  # slurmdbd writes a task's own rows a moment later
+    while task["second_sources"][0]["status"] != "ok" and time.monotonic() < deadline:
+        time.sleep(1)
+        task = cluster.job_json(f"{array}_0")
     assert {(n["array_task_id"], n["node_rank"]) for n in task["nodes"]} == {("0", 0), ("0", 1)}
     assert task["job_name"] == "sweep" and task["problems"] == []
     (sacct,) = task["second_sources"]

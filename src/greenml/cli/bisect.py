@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from greenml.record.run_record import RunRecord
 
 _EPILOG = """\b
-COMMAND runs --runs times at the good commit, at the bad one, and at each commit
+COMMAND runs --repeats times at the good commit, at the bad one, and at each commit
 git bisect picks; each step is judged against the good commit's runs with the
 gate of greenml check (--max-increase, --compare): pass → good, fail → bad,
 inconclusive → skip (reported, never guessed). The runs are stored as usual,
@@ -29,17 +29,17 @@ tagged greenml.bisect=COMMIT. The work tree must be clean; it is put back after.
 \b
 Examples:
   greenml bisect --good v1.2 --bad HEAD -- python train.py --steps 50
-  greenml bisect --good 4f2a9c1 --bad main --runs 5 --max-increase 10% -- make bench
+  greenml bisect --good 4f2a9c1 --bad main --repeats 5 --max-increase 10% -- make bench
 \b
 Exit status: 0 first bad commit named, 1 no regression to bisect, 2 bad input,
-3 undecided (more --runs per step may decide it).
+3 undecided (more --repeats per step may decide it).
 """
 
 
 @click.command(epilog=_EPILOG, context_settings={"ignore_unknown_options": True})
 @click.option("--good", required=True, metavar="REF", help="A commit whose energy is fine.")
 @click.option("--bad", required=True, metavar="REF", help="A later commit that uses more.")
-@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--repeats", "runs", type=click.IntRange(min=1), default=3, show_default=True,
               help="Runs of COMMAND per commit.")  # fmt: skip
 @click.option("--max-increase", default="5%", show_default=True, metavar="PERCENT",
               help="Allowed increase of energy per unit of work (as greenml check).")  # fmt: skip

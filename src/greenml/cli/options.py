@@ -417,3 +417,16 @@ def parse_share(text: str, what: str, *, at_most: float | None = 1.0) -> float:
         bound = f" and {at_most:.0%}" if at_most is not None else ""
         raise ConfigError(f"{what} must be between 0%{bound}, not {text!r}")
     return value
+
+
+def yearly_rate(text: str, flag: str = "--price-escalation") -> float:
+    """``3%``, ``-2%`` or ``0.5`` (a bare number is percent) → a yearly rate as a fraction.
+
+    Raises:
+        ConfigError: Not a percentage, or outside what a yearly price change can be.
+    """
+    from greenml.accounting.escalation import check_rate
+
+    raw = text.strip()
+    value = parse_share(raw.lstrip("-+"), flag)
+    return check_rate(-value if raw.startswith("-") else value)

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from greenml.cli import render
-from greenml.cli.options import db_option, output_option, renamed, server_read_option
+from greenml.cli.options import (
+    db_option,
+    output_option,
+    renamed,
+    server_read_option,
+    yearly_rate,
+)
 from greenml.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -161,7 +167,9 @@ def savings(baseline: tuple[str, ...], optimized: tuple[str, ...], **given: Any)
 @_runs_options
 @click.option("--deadline-hours", type=float,
               help="How long a run may wait for greener hours.  [default: 12]")
-@click.option("--price-escalation", type=float, help="Yearly change of prices, e.g. 0.03.")
+@click.option("--price-escalation", metavar="PERCENT",
+              callback=lambda _c, _p, v: None if v is None else yearly_rate(v),
+              help="Yearly change of prices, for the money over --years years (e.g. 3%).")
 @click.option("--years", type=float, help="The horizon of the savings.  [default: 3]")
 def savings_plan(**given: Any) -> None:
     """Every saving across the runs, ranked, with the verified ones apart (greenml savings plan)."""

@@ -166,12 +166,9 @@ def plan(
 
 
 def _rate(text: str) -> float:
-    from greenml.accounting.escalation import check_rate
-    from greenml.cli.options import parse_share
+    from greenml.cli.options import yearly_rate
 
-    raw = text.strip()
-    value = parse_share(raw.lstrip("-+"), "--price-escalation")
-    return check_rate(-value if raw.startswith("-") else value)
+    return yearly_rate(text)
 
 
 def _scope(project: str | None, tags: dict[str, str], server: str | None) -> str:

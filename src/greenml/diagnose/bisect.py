@@ -76,12 +76,12 @@ class BisectResult:
         elif self.candidates:
             out.append("undecided: the first bad commit is one of "
                        f"{', '.join(c[:12] for c in self.candidates)} (steps skipped as "
-                       "inconclusive; more --runs per step may decide it)")  # fmt: skip
+                       "inconclusive; more --repeats per step may decide it)")  # fmt: skip
         elif self.endpoints.outcome == "pass":
             out.append("no regression to bisect: the bad commit is within the allowance")
         else:
             out.append("undecided: the bad commit is not surely worse than the good one "
-                       "(more --runs per step may decide it)")  # fmt: skip
+                       "(more --repeats per step may decide it)")  # fmt: skip
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -115,7 +115,7 @@ def bisect(
 ) -> BisectResult:
     """Bisect ``good..bad`` with the energy gate as the test; the tree is restored after."""
     if runs < 1:
-        raise ConfigError(f"--runs must be at least 1, got {runs}")
+        raise ConfigError(f"--repeats must be at least 1, got {runs}")
     repo.require_clean()
     good_c, bad_c = repo.commit(good), repo.commit(bad)
     if good_c == bad_c or not repo.is_ancestor(good_c, bad_c):
