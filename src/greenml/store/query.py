@@ -64,19 +64,8 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
         raise ConfigError("invalid cursor") from None
 
 
-def find_runs(
-    store: Store, where: RunFilter, *, limit: int = 50, cursor: str | None = None
-) -> tuple[list[dict[str, Any]], str | None]:
-    """One page of run summaries, newest first, and the cursor of the next page (or None).
-
-    Summaries are :func:`greenml.store.record.summary` plus ``project``-side totals
-    (``energy_j``, ``co2_g``, ``cost_usd`` with uncertainties, ``user``) when uploaded.
-    """
-    if not 1 <= limit <= MAX_PAGE:
-        raise ConfigError(f"limit must be between 1 and {MAX_PAGE}")
-    query = select(runs, *_upload_columns()).select_from(
-        runs.outerjoin(run_uploads, run_uploads.c.run_id == runs.c.id)
-    )
+def filtered(query: Any, where: RunFilter) -> Any:
+    """``query`` (over runs ⟕ run_uploads) kept to the runs ``where`` names."""
     if where.project_id is not None:
         query = query.where(runs.c.project_id == where.project_id)
     if where.name is not None:
@@ -93,6 +82,22 @@ def find_runs(
         query = query.where(runs.c.started_at >= where.since)
     if where.until is not None:
         query = query.where(runs.c.started_at < where.until)
+    return query
+
+
+def find_runs(
+    store: Store, where: RunFilter, *, limit: int = 50, cursor: str | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of run summaries, newest first, and the cursor of the next page (or None).
+
+    Summaries are :func:`greenml.store.record.summary` plus ``project``-side totals
+    (``energy_j``, ``co2_g``, ``cost_usd`` with uncertainties, ``user``) when uploaded.
+    """
+    if not 1 <= limit <= MAX_PAGE:
+        raise ConfigError(f"limit must be between 1 and {MAX_PAGE}")
+    query = filtered(select(runs, *_upload_columns()).select_from(
+        runs.outerjoin(run_uploads, run_uploads.c.run_id == runs.c.id)
+    ), where)
     if cursor:
         t, run_id = decode_cursor(cursor)
         query = query.where(or_(

@@ -15,7 +15,7 @@ from sqlalchemy import func, or_, select
 
 from greenml.errors import ConfigError
 from greenml.store import record as rec
-from greenml.store.query import MAX_PAGE, RunFilter
+from greenml.store.query import MAX_PAGE, RunFilter, filtered
 from greenml.store.schema import run_tags, run_uploads, runs
 
 if TYPE_CHECKING:
@@ -43,22 +43,7 @@ def _sort_column(sort: str) -> Any:
 
 def _filtered(query: Any, where: RunFilter, search: str) -> Any:
     """``query`` (over runs ⟕ run_uploads) kept to the runs ``where`` and ``search`` match."""
-    if where.project_id is not None:
-        query = query.where(runs.c.project_id == where.project_id)
-    if where.name is not None:
-        query = query.where(runs.c.name == where.name)
-    for key, value in where.tags.items():
-        query = query.where(runs.c.id.in_(
-            select(run_tags.c.run_id).where(run_tags.c.key == key, run_tags.c.value == value)
-        ))  # fmt: skip
-    if where.status is not None:
-        query = query.where(runs.c.status == where.status)
-    if where.user is not None:
-        query = query.where(run_uploads.c.user == where.user)
-    if where.since is not None:
-        query = query.where(runs.c.started_at >= where.since)
-    if where.until is not None:
-        query = query.where(runs.c.started_at < where.until)
+    query = filtered(query, where)
     text = search.strip()
     if len(text) > SEARCH_MAX:
         raise ConfigError(f"search text is longer than {SEARCH_MAX} characters")
