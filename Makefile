@@ -100,7 +100,7 @@ demo: $(DEMO_STAMP)
 	@echo "  $(BIN)/greenml runs list"
 	@echo "  $(BIN)/greenml runs show ID"
 	@echo "  $(BIN)/greenml diagnose ID"
-	@echo "  $(BIN)/greenml report --tag example=digits --format html -o demo-report.html"
+	@echo "  $(BIN)/greenml report statement --tag example=digits --format html -o demo-report.html"
 	@echo "  $(BIN)/greenml estimate --gpu H100 --count 8 --hours 100 --zone DE"
 
 lint: $(TEST_STAMP)
