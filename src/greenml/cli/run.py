@@ -33,6 +33,7 @@ from greenml.cli.options import (
     zone_option,
 )
 from greenml.cli.run_dirty_cap import CAP_OPTIONS, cap_summary, dirty_cap_options, pop_cap_request
+from greenml.run.session import DEFAULT_CPU_SCOPE
 from greenml.store.export import json_text
 
 _PATH = click.Path(exists=True, dir_okay=False, path_type=str)
@@ -150,7 +151,7 @@ RUN_HELP_SECTIONS = (
 @click.option(
     "--cpu-scope",
     type=click.Choice(["process", "machine"]),
-    default="process",
+    default=DEFAULT_CPU_SCOPE,  # the same default as greenml.Run's
     show_default=True,
     help="For the CPU/DRAM model: the command's process tree or the whole machine.",
 )
