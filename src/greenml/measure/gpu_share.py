@@ -90,7 +90,8 @@ def split_energy(
         return Split({}, idle_j, active_j, NO_PROCESS, basis)
     total = sum(weights.values())
     if total > 0:
-        shares = {k: active_j * weights.get(k, 0.0) / total for k in keys}
+        shares = {k: active_j * (weights.get(k, 0.0) / total) for k in keys}  # ratio first:
+        # tiny weights (5e-324) would round when multiplied by the energy first
         return Split(shares, idle_j, 0.0, SM_ACTIVITY, basis)
     return Split({k: active_j / len(keys) for k in keys}, idle_j, 0.0, EQUAL, basis)
 
