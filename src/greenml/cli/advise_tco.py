@@ -17,6 +17,7 @@ from greenml.cli.options import (
     price_option,
     pue_number,
     pue_option,
+    signed_share,
 )
 from greenml.errors import ConfigError
 from greenml.store.export import json_text
@@ -100,7 +101,7 @@ def tco(**opts: Any) -> None:
         flags[key] = parse_share(opts[key], flag) if opts[key] is not None else None
     flags["pue"] = pue_number(opts["pue"])
     escalation = opts.pop("price_escalation")
-    flags["price_escalation"] = _rate(escalation) if escalation else None
+    flags["price_escalation"] = signed_share(escalation) if escalation else None
     for key, flag in (("checkpoint_cost", "--checkpoint-cost"), ("restart_cost", "--restart-cost")):
         text = opts[key]
         flags[key + "_s"] = parse_duration_s(text, flag, allow_zero=True) if text else None
@@ -135,14 +136,6 @@ def tco(**opts: Any) -> None:
         click.echo(json_text(advice.to_dict(), indent=2, ensure_ascii=False))
         return
     _print(advice)
-
-
-def _rate(text: str) -> float:
-    """``3%`` or ``-2%`` (a yearly rate; a bare number is percent)."""
-    raw = text.strip()
-    negative = raw.startswith("-")
-    value = parse_share(raw.lstrip("-+"), "--price-escalation")
-    return -value if negative else value
 
 
 def _trace_mean_usd_per_kwh(path: str) -> float:

@@ -419,14 +419,23 @@ def parse_share(text: str, what: str, *, at_most: float | None = 1.0) -> float:
     return value
 
 
-def yearly_rate(text: str, flag: str = "--price-escalation") -> float:
-    """``3%``, ``-2%`` or ``0.5`` (a bare number is percent) → a yearly rate as a fraction.
+def signed_share(text: str, flag: str = "--price-escalation") -> float:
+    """``3%``, ``-2%`` or ``0.5`` (a bare number is percent) → a signed fraction.
 
     Raises:
-        ConfigError: Not a percentage, or outside what a yearly price change can be.
+        ConfigError: Not a percentage.
+    """
+    raw = text.strip()
+    value = parse_share(raw.lstrip("-+"), flag)
+    return -value if raw.startswith("-") else value
+
+
+def yearly_rate(text: str, flag: str = "--price-escalation") -> float:
+    """:func:`signed_share`, held to what a yearly price change can be.
+
+    Raises:
+        ConfigError: Not a percentage, or outside -50 % … +100 % a year.
     """
     from greenml.accounting.escalation import check_rate
 
-    raw = text.strip()
-    value = parse_share(raw.lstrip("-+"), flag)
-    return check_rate(-value if raw.startswith("-") else value)
+    return check_rate(signed_share(text, flag))
