@@ -320,10 +320,11 @@ def run(
         )  # fmt: skip
         green = start_green(request, options, quiet=quiet)  # checks, plans, waits (countdown)
         green.attach(options)  # the plan goes into the run record
-    from greenml.optimize.dirty_cap_run import start_dirty_cap
+    capping = None
+    if capping_asked is not None:
+        from greenml.optimize.dirty_cap_run import start_dirty_cap
 
-    capping = start_dirty_cap(capping_asked, accounting) if capping_asked else None
-    if capping is not None:
+        capping = start_dirty_cap(capping_asked, accounting)
         capping.attach(options)  # the dirty_cap block goes into the run record
     live = None if quiet or not sys.stderr.isatty() else _LiveLine()
     on_tick = live.update if live else None

@@ -51,8 +51,6 @@ def pop_cap_request(
     gpus: Sequence[int] | None,
 ) -> CapRequest | None:  # fmt: skip
     """The capping asked for (``None``: not asked); the options leave ``kwargs``."""
-    from greenml.optimize.dirty_cap_run import CapRequest
-
     wanted = kwargs.pop("cap_when_dirty", False)
     curve: Path | None = kwargs.pop("cap_curve", None)
     above: float | None = kwargs.pop("dirty_above", None)
@@ -62,6 +60,8 @@ def pop_cap_request(
         return None
     if curve is None:
         raise ConfigError("--cap-when-dirty needs --cap-curve JSON (the job's power-limit curve)")
+    from greenml.optimize.dirty_cap_run import CapRequest  # the optimizer: only when asked
+
     chosen = tuple(gpus) if gpus is not None else None
     return CapRequest(curve_path=curve, dirty_above_g_per_kwh=above, deadline=deadline,
                       duration=duration, gpus=chosen)  # fmt: skip

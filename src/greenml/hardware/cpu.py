@@ -103,8 +103,18 @@ _DIGITS3 = re.compile(r"\d{3}")
 @functools.cache
 def _table_lines() -> tuple[str, ...]:
     """The packaged table's data lines, unparsed (parsing all 4,700 rows is slow)."""
-    text = (resources.files("greenml") / "data" / "cpu_tdp.csv").read_text(encoding="utf-8")
-    return tuple(text.splitlines()[1:])
+    return tuple(_table_lines_text().splitlines()[1:])
+
+
+@functools.cache
+def _table_lines_text() -> str:
+    return (resources.files("greenml") / "data" / "cpu_tdp.csv").read_text(encoding="utf-8")
+
+
+@functools.cache
+def _lowered_lines() -> tuple[str, ...]:
+    """:func:`_table_lines` in lower case, made once (not once per line and word)."""
+    return tuple(_table_lines_text().lower().splitlines()[1:])
 
 
 def _candidates(norm: str, tokens: frozenset[str]) -> list[_Row]:
@@ -119,12 +129,11 @@ def _candidates(norm: str, tokens: frozenset[str]) -> list[_Row]:
     else:
         # A name without a model number only matches a row without one either
         # (three digits in a row always make a model token).
-        words = norm.split()
-        lines = [
-            line
-            for line in _table_lines()
-            if all(w in line.lower() for w in words) and not _DIGITS3.search(line.split(",")[0])
-        ]
+        table, lowered = _table_lines(), _lowered_lines()
+        rows = range(len(table))
+        for word in norm.split():  # one plain scan per word: no generator per line
+            rows = [i for i in rows if word in lowered[i]]
+        lines = [table[i] for i in rows if not _DIGITS3.search(table[i].split(",", 1)[0])]
     return [
         _Row(name, normalize_cpu_name(name), float(tdp), source)
         for name, tdp, source in csv.reader(lines)

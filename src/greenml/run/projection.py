@@ -21,7 +21,6 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from statistics import NormalDist
 from typing import Any
 
 from greenml.errors import ConfigError
@@ -73,6 +72,8 @@ def t_quantile(confidence: float, dof: int) -> float:
     if not 0 < confidence < 1 or dof < 1:
         raise ConfigError("confidence must be in (0, 1) and dof >= 1")
     if dof > 1000:
+        from statistics import NormalDist  # a progress report's band only
+
         return NormalDist().inv_cdf(0.5 + confidence / 2)
     lo, hi = 0.0, 1.0
     while _t_inside(hi, dof) < confidence:

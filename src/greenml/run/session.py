@@ -119,6 +119,8 @@ def flops_block(
 ) -> dict[str, Any] | None:
     """The ``flops`` block: counted in the program (a ``flops`` event), else ``flops=`` and
     ``samples=`` tags; ``None`` when neither. A bug here costs only this block."""
+    if not tracker.flops and "flops" not in tags:
+        return None  # neither: the FLOP counter's module is not imported
     try:
         from greenml.measure.flops import flops_block as build
         from greenml.measure.flops import flops_from_tags, merge_ranks

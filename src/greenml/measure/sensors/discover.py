@@ -15,6 +15,10 @@
 Testing hooks: ``GREENML_SYS_ROOT`` moves every sysfs/procfs path under another
 root (a fake tree); ``GREENML_FAKE_AMDSMI`` and ``GREENML_FAKE_APPLE`` name a
 ``module:factory`` that returns a fake ``amdsmi`` / ``zeus_apple_silicon``.
+
+Lazy imports: each sensor's module (NVML, AMD SMI, psutil for the CPU model, the
+Jetson and hwmon readers, the agent client) is imported where that sensor is tried,
+so that ``greenml run`` on a machine without it does not pay for it.
 """
 
 from __future__ import annotations
@@ -26,19 +30,13 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from greenml.errors import ConfigError, SensorUnavailable
-from greenml.hardware import cpu_model_name
-from greenml.measure.sensors.base import Sensor
-from greenml.measure.sensors.cpu_model import (
-    GREEN_ALGORITHMS_W_PER_GB,
-    CpuModelSensor,
-    DramModelSensor,
-    Scope,
-)
-from greenml.measure.sensors.nvml import NvmlSensor
-from greenml.measure.sensors.rapl import RaplSensor, is_amd_cpu
+
+if TYPE_CHECKING:
+    from greenml.measure.sensors.base import Sensor
+    from greenml.measure.sensors.cpu_model import Scope
 
 RAPL_PROCESS_NOTE = (
     "RAPL counts whole CPU packages: the cpu figures include every process on the "
@@ -91,16 +89,8 @@ def discover_platform_sensors(
             if os.geteuid() == 0 and shutil.which("powermetrics"):
                 return [PowermetricsSensor()], [f"{note}; powermetrics used (power sampled)"]
             return [], [note]  # the CPU sensors below are used, and this says why
-    from greenml.measure.sensors.jetson import TegrastatsSensor, is_jetson, jetson_sensor
-
-    if is_jetson(root):
-        try:
-            return [jetson_sensor(root)], []
-        except SensorUnavailable as exc:
-            note = f"Jetson INA3221 rails not used: {exc}"
-            if shutil.which("tegrastats"):
-                return [TegrastatsSensor()], [f"{note}; tegrastats used (board input power)"]
-            return [], [note]
+    if _may_be_jetson(root, arch) and (jetson := _jetson_sensors(root)) is not None:
+        return jetson
     if (arch or platform.machine()) in EDGE_ARCHES:
         from greenml.measure.sensors.hwmon import generic_power_sensor
 
@@ -110,6 +100,26 @@ def discover_platform_sensors(
             return None
         return [board], ["board power from its hwmon power monitor; CPU and DRAM are inside it"]
     return None
+
+
+def _jetson_sensors(root: Path) -> tuple[list[Sensor], list[str]] | None:
+    """The INA3221 rails, else tegrastats, else none with a note; None: not a Jetson."""
+    from greenml.measure.sensors.jetson import TegrastatsSensor, is_jetson, jetson_sensor
+
+    if not is_jetson(root):
+        return None
+    try:
+        return [jetson_sensor(root)], []
+    except SensorUnavailable as exc:
+        note = f"Jetson INA3221 rails not used: {exc}"
+        if shutil.which("tegrastats"):
+            return [TegrastatsSensor()], [f"{note}; tegrastats used (board input power)"]
+        return [], [note]
+
+
+def _may_be_jetson(root: Path, arch: str | None) -> bool:
+    """Jetson boards are aarch64: elsewhere the Jetson reader is not imported (a fake tree is)."""
+    return root != Path("/") or (arch or platform.machine()) == "aarch64"
 
 
 def discover_cpu_sensors(
@@ -139,7 +149,7 @@ def discover_cpu_sensors(
     """
     if scope not in ("machine", "process"):
         raise ConfigError(f"CPU scope must be 'machine' or 'process', got {scope!r}")
-    model_scope = cast(Scope, scope)
+    model_scope = cast("Scope", scope)
     root = root if root is not None else sys_root()
     whole = discover_platform_sensors(root)
     if whole is not None and whole[0]:
@@ -148,8 +158,16 @@ def discover_cpu_sensors(
             notes.append(SOC_PROCESS_NOTE.format(what=sensors[0].devices[0].name, unit="chip"))
         return sensors, notes
     notes = [] if whole is None else list(whole[1])
+    from greenml.measure.sensors.cpu_model import (
+        GREEN_ALGORITHMS_W_PER_GB,
+        CpuModelSensor,
+        DramModelSensor,
+    )
+
     counters = _cpu_counters(root, rapl_root, notes)
     if counters is None:
+        from greenml.hardware import cpu_model_name
+
         # the CPU's name (hence its TDP, AMD's or Intel's) from the same /proc as the rest
         name = None if root == Path("/") else cpu_model_name(root / "proc/cpuinfo") or None
         cpu = CpuModelSensor(scope=model_scope, pid=pid, marker=marker, cpu_name=name)
@@ -169,6 +187,7 @@ def discover_cpu_sensors(
 def _cpu_counters(root: Path, rapl_root: str | Path | None, notes: list[str]) -> Sensor | None:
     """RAPL, else amd_energy; None (with the reasons in ``notes``) when neither opens."""
     from greenml.measure.sensors.hwmon import HwmonEnergySensor
+    from greenml.measure.sensors.rapl import RaplSensor, is_amd_cpu
 
     amd = is_amd_cpu(root / "proc/cpuinfo")
     try:
@@ -216,7 +235,7 @@ def discover_gpu_sensors(gpus: Sequence[int] | None) -> tuple[list[Sensor], list
     Raises:
         SensorUnavailable: ``gpus`` names GPUs and neither library can open them.
     """
-    from greenml.measure.sensors.amdsmi_gpu import AmdGpuSensor
+    from greenml.measure.sensors.nvml import NvmlSensor
 
     amd = fake_module(FAKE_AMDSMI_ENV)
     try:
@@ -226,6 +245,8 @@ def discover_gpu_sensors(gpus: Sequence[int] | None) -> tuple[list[Sensor], list
         nvml_error = exc
     else:
         nvml_error = SensorUnavailable("NVML not tried: a fake AMD SMI is installed")
+    from greenml.measure.sensors.amdsmi_gpu import AmdGpuSensor
+
     try:
         return [AmdGpuSensor(indices=gpus, amdsmi=amd)], []
     except SensorUnavailable as exc:
