@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from greenml.agent.protocol import parse_answer, request_line
+from greenml.agent.socket_path import agent_present, agent_socket
 from greenml.errors import AgentError
 
 TOKEN_ENV = "GREENML_AGENT_TOKEN"
@@ -25,14 +26,6 @@ TOKEN_FILE_ENV = "GREENML_AGENT_TOKEN_FILE"
 TOKEN_DIR = Path("/run/greenml/jobs")
 TOKEN_DIR_ENV = "GREENML_AGENT_TOKEN_DIR"
 _MAX_ANSWER = 1 << 20
-
-
-def agent_socket() -> Path | None:
-    """The agent's socket path; None when the user turned the agent off."""
-    from greenml.config.settings import setting
-
-    value = str(setting("agent.socket") or "")
-    return None if value.strip().lower() in ("", "off", "none") else Path(value)
 
 
 def job_token() -> str | None:
@@ -50,17 +43,6 @@ def job_token() -> str | None:
         except OSError:
             return None
     return None
-
-
-def agent_present() -> Path | None:
-    """The agent's socket when one is there to connect to (not root-only reasons: any user)."""
-    path = agent_socket()
-    if path is None:
-        return None
-    try:
-        return path if path.is_socket() else None
-    except OSError:
-        return None
 
 
 class AgentClient:

@@ -5,7 +5,8 @@ Nothing is said when no agent is there (today's findings stand as they are).
 
 from __future__ import annotations
 
-from greenml.agent.client import AgentClient, agent_present
+from greenml.agent.client import AgentClient
+from greenml.agent.socket_path import agent_present
 from greenml.errors import AgentError, AgentRefused
 from greenml.measure.doctor import PERMISSION, UNSUPPORTED, USABLE, DeviceReport, Finding
 from greenml.measure.sensors.base import Device

@@ -119,7 +119,7 @@ def agent_sensor(
     components: Collection[str], gpus: Collection[int] | None = None
 ) -> AgentSensor | None:
     """An :class:`AgentSensor` when an agent is there; None when none is (nothing said)."""
-    from greenml.agent.client import agent_present
+    from greenml.agent.socket_path import agent_present
 
     path = agent_present()
     if path is None:

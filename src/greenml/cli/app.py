@@ -94,9 +94,12 @@ def cli(verbose: int) -> None:
         log.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
     ctx = click.get_current_context()
     if ctx.invoked_subcommand not in NO_FLUSH and not ctx.resilient_parsing:
-        from greenml.run.upload import flush_pending
+        from greenml.run.spool_paths import uploads_waiting
 
-        flush_pending()  # runs that waited for the team server go up now (quietly)
+        if uploads_waiting():  # one listing: the uploader is imported only when needed
+            from greenml.run.upload import flush_pending
+
+            flush_pending()  # runs that waited for the team server go up now (quietly)
 
 
 set_root(cli)

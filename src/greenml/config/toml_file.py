@@ -3,7 +3,7 @@
 Every reader of a TOML file goes through :func:`read_toml`, so a file that
 cannot be read says so in the same one line wherever it is named: what the
 file is, its path, and why (missing, unreadable, not UTF-8, not valid TOML
-with the line and column).
+with the line and column). The TOML parser is imported only when a file is there to parse.
 """
 
 from __future__ import annotations
@@ -13,11 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from greenml.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 
 def read_toml(path: str | Path, what: str, *, missing_ok: bool = False) -> dict[str, Any]:
@@ -41,6 +36,10 @@ def read_toml(path: str | Path, what: str, *, missing_ok: bool = False) -> dict[
         raise ConfigError(f"{what} {path}: cannot read it ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{what} {path}: not UTF-8 text") from None
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -23,6 +23,7 @@ import functools
 import os
 import platform
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -130,7 +131,7 @@ def _candidates(norm: str, tokens: frozenset[str]) -> list[_Row]:
         # A name without a model number only matches a row without one either
         # (three digits in a row always make a model token).
         table, lowered = _table_lines(), _lowered_lines()
-        rows = range(len(table))
+        rows: Sequence[int] = range(len(table))
         for word in norm.split():  # one plain scan per word: no generator per line
             rows = [i for i in rows if word in lowered[i]]
         lines = [table[i] for i in rows if not _DIGITS3.search(table[i].split(",", 1)[0])]

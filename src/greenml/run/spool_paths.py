@@ -27,6 +27,20 @@ def spool_dir() -> Path:
     return Path(platformdirs.user_data_dir("greenml")) / "spool"
 
 
+def uploads_dir() -> Path:
+    """Where markers of runs waiting for the team server are kept."""
+    return spool_dir() / "uploads"
+
+
+def uploads_waiting() -> bool:
+    """Whether any run waits for the team server: one directory listing, no other import."""
+    try:
+        with os.scandir(uploads_dir()) as entries:
+            return any(e.name.endswith(".json") for e in entries)
+    except OSError:
+        return False
+
+
 def public_url(url: str) -> str:
     """``url`` without its password: what a spool file may hold."""
     return without_password(url)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from greenml.client import TeamClient
 from greenml.errors import GreenmlError, UploadError
 from greenml.run.server_settings import ServerSettings, server_settings
-from greenml.run.spool_paths import private_folder, public_url, spool_dir
+from greenml.run.spool_paths import private_folder, public_url, uploads_dir
 
 if TYPE_CHECKING:
     from greenml.ledger.entry import Entry
@@ -46,11 +46,6 @@ log = logging.getLogger("greenml")
 REFUSED = "refused"
 RETRY_EVERY_S = 60.0
 """At most one quiet try a minute from command starts while the server is unreachable."""
-
-
-def uploads_dir() -> Path:
-    """Where markers of runs waiting for the server are kept."""
-    return spool_dir() / "uploads"
 
 
 def upload_after_persist(store: Store, run_id: str, entry: Entry | None) -> str | None:

@@ -91,8 +91,7 @@ def mark_waiting(run_id: str, server_url: str, db_url: str, stored: StoredRun) -
     False when it could not be written."""
     from dataclasses import asdict
 
-    from greenml.run.spool_paths import private_folder, public_url
-    from greenml.run.upload import uploads_dir
+    from greenml.run.spool_paths import private_folder, public_url, uploads_dir
 
     entry = asdict(stored.entry) if stored.entry is not None else None
     marker = {"run_id": run_id, "server": server_url, "db": public_url(db_url),

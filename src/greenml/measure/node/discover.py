@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from greenml.errors import ConfigError
-from greenml.measure.node.sensor import NodeSensor
+
+if TYPE_CHECKING:  # the meter's readers are imported only when one is configured
+    from greenml.measure.node.sensor import NodeSensor
 
 NODE_METER_ENV = "GREENML_NODE_METER"
 
@@ -27,11 +30,12 @@ def node_sensors(sys_root: Path = Path("/")) -> tuple[list[NodeSensor], list[str
     Raises:
         ConfigError: The configured string names no node meter greenml knows.
     """
-    from greenml.measure.node.spec import parse_node_meter
-
     spec = configured_node_meter()
     if spec is None:
         return [], []
+    from greenml.measure.node.sensor import NodeSensor
+    from greenml.measure.node.spec import parse_node_meter
+
     source = parse_node_meter(spec, sys_root)
     sensor = NodeSensor(source)
     if sensor.error is not None:

@@ -216,6 +216,10 @@ def via_agent(
     ``why`` (the reason the direct read failed) goes into ``notes`` with what the agent
     did; with no agent at all nothing is added, and the caller says ``why`` itself.
     """
+    from greenml.agent.socket_path import agent_present
+
+    if agent_present() is None:  # no agent: its client is not imported
+        return None
     from greenml.agent.sensor import agent_sensor
 
     try:
