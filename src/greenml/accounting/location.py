@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from greenml.accounting.intensity import ConstantSource, IntensitySource
+from greenml.config.paths import default_config_path as default_config_path  # re-exported
 from greenml.errors import ConfigError
 
 KEYS = ("ci", "trace", "zone", "region", "country")  # most specific first
@@ -35,13 +36,6 @@ _EXAMPLES = "--zone DE, --region us-central1, --country FR, --ci 300 or --trace 
 # Who answers for a zone: the packaged yearly means, or a live API.
 PROVIDERS = ("static", "electricitymaps", "watttime", "ukci")
 PROVIDER_ENV = "GREENML_INTENSITY_PROVIDER"
-
-
-def default_config_path() -> Path:
-    """``config.toml`` in the per-user config folder (platformdirs)."""
-    from platformdirs import user_config_dir
-
-    return Path(user_config_dir("greenml")) / "config.toml"
 
 
 def resolve_intensity_source(

@@ -2,7 +2,7 @@
 
 Order: an option (a CLI option or a ``greenml.Run`` argument) > the environment
 (``GREENML_…``) > the config file (``config.toml`` in the per-user config
-folder, :func:`~greenml.accounting.location.default_config_path`) > the default.
+folder, :func:`~greenml.config.paths.default_config_path`) > the default.
 The ``[location]`` table is the one :mod:`greenml.accounting.location` reads
 (where the first layer naming any location wins as a whole); the other keys
 live in ``[run]``, ``[node]`` and ``[store]``. A new setting is one more :class:`Setting` here.
@@ -112,7 +112,7 @@ class Effective:
 
 def config_path() -> Path:
     """The config file greenml reads (it may not exist)."""
-    from greenml.accounting.location import default_config_path
+    from greenml.config.paths import default_config_path
 
     return default_config_path()
 

@@ -2,7 +2,7 @@
 
 Order: an explicit value (``greenml run --server``) > ``GREENML_SERVER`` /
 ``GREENML_TOKEN`` > the ``[server]`` table of the config file (the one of
-:func:`greenml.accounting.location.default_config_path`)::
+:func:`greenml.config.paths.default_config_path`)::
 
     [server]
     url = "https://greenml.example.org"
@@ -46,7 +46,7 @@ def server_settings(
     """
     from_file: dict[str, str] = {}
     if not (url or os.environ.get(SERVER_ENV)) or not os.environ.get(TOKEN_ENV):
-        from greenml.accounting.location import default_config_path
+        from greenml.config.paths import default_config_path
 
         from_file = read_server_config(config_path or default_config_path())
     chosen = (url or os.environ.get(SERVER_ENV) or from_file.get("url") or "").strip()
