@@ -71,6 +71,36 @@ def _pids() -> set[int]:
         return set(psutil.pids())
 
 
+def started_after(pid: int, pids: set[int], last: int | None = None) -> set[int]:
+    """Those of ``pids`` the kernel gave out after ``pid`` (all of them when it cannot say).
+
+    Linux hands PIDs out in increasing order and wraps at ``pid_max``: with the last one
+    given (``last``, by default ``ns_last_pid``) at or above ``pid``, the later ones lie
+    between the two; below it, the counter wrapped since, and they lie above ``pid`` or up
+    to ``last``. Only a process started after the command can carry its marker, so the
+    others' environments need no reading.
+    """
+    if last is None:
+        try:
+            with open("/proc/sys/kernel/ns_last_pid", "rb") as handle:
+                last = int(handle.read())
+        except (OSError, ValueError):
+            return pids
+    if last >= pid:
+        return {q for q in pids if pid < q <= last}
+    return {q for q in pids if q > pid or q <= last}
+
+
+def _just_started(proc: Any, within_s: float = 1.0) -> bool:
+    """Whether ``proc`` started less than ``within_s`` ago (a command ``greenml run`` just
+    started): too little time for the PID counter to wrap twice since, which
+    :func:`started_after` needs."""
+    try:
+        return bool(time.time() - proc.create_time() < within_s)
+    except psutil.Error:
+        return False
+
+
 class ProcessTree:
     """A process and its descendants, followed cheaply between reads.
 
@@ -109,7 +139,10 @@ class ProcessTree:
             except psutil.Error:
                 continue
         if self._marker is not None:  # some may have left the tree already
-            for pid in self._known_pids - self._members.keys():
+            others = self._known_pids - self._members.keys()
+            if _just_started(root) and root_pid in self._known_pids:  # this namespace's /proc
+                others = started_after(root_pid, others)  # the counter cannot have wrapped twice
+            for pid in others:
                 if _environ_has(pid, self._marker):
                     with contextlib.suppress(psutil.Error):
                         proc = psutil.Process(pid)
