@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from greenml.cli import render
 from greenml.cli.help_sections import SectionedCommand
 from greenml.cli.options import (
     ci_option,
@@ -386,6 +385,7 @@ class _LiveLine:
         self._projection = projection
 
     def update(self, meter: Meter) -> None:
+        from greenml.cli import render  # not needed by a quiet run
         from greenml.run.run_session import RUN_WINDOW
 
         m = meter.peek_window(RUN_WINDOW)
@@ -410,6 +410,8 @@ class _LiveLine:
 
 def progress_text(p: Projection) -> str:
     """`` · 35 % · ETA 12:04 · projected 1.20 kWh [1.10–1.30] · 480 g CO2eq`` for the live line."""
+    from greenml.cli import render  # not needed by a quiet run
+
     eta = time.strftime("%H:%M", time.localtime(p.eta_unix_s))
     e = p.total_energy_j
     text = f" · {p.fraction * 100:.0f} % · ETA {eta} · projected {render.energy(e.value)}"
@@ -422,6 +424,8 @@ def progress_text(p: Projection) -> str:
 
 
 def _summarize(result: RunResult) -> None:
+    from greenml.cli import render  # not needed by a quiet run
+
     m = result.measurement
     run_id = result.run_id
     verdict = "completed" if result.exit_code == 0 else f"failed (exit {result.exit_code})"

@@ -20,12 +20,11 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from greenml.errors import StoreError
-from greenml.ledger.samples import FIELD as SAMPLES_FIELD
-from greenml.ledger.samples import TimelineDigest, samples_digest
 from greenml.measure.measurement import Measurement, Sample
 
 if TYPE_CHECKING:
     from greenml.ledger.entry import Entry
+    from greenml.ledger.samples import TimelineDigest
     from greenml.record.run_record import RunRecord
     from greenml.store.repository import Store
 
@@ -189,6 +188,8 @@ def store_run(store: Store, f: FinishedRun, so_far: StoredSoFar | None = None) -
         from greenml.run.environment import capture_environment
 
         env = capture_environment(include_hostname=f.include_hostname, cwd=f.cwd)
+    from greenml.ledger.samples import FIELD as samples_field  # hashlib: where it is stored
+
     end = RunEnd(
         run_id=f.run_id,
         start={"name": f.name, "command": f.command, "tags": f.tags,
@@ -197,7 +198,7 @@ def store_run(store: Store, f: FinishedRun, so_far: StoredSoFar | None = None) -
         extra={"measured_devices": f.measured_devices, **f.extra}, environment=env,
         samples=f.samples, windows=[f.window, *f.windows], status=f.status,
         exit_code=f.exit_code, duration_s=f.duration_s, energy=f.energy, ended_at=f.ended_at,
-        samples_sha256=_timeline_digest(f.samples, so_far), samples_field=SAMPLES_FIELD,
+        samples_sha256=_timeline_digest(f.samples, so_far), samples_field=samples_field,
         fresh_sha256=_fresh_digest(f.samples),
     )  # fmt: skip
     done = store_finished(store, end, now=time.time())
@@ -213,6 +214,7 @@ def store_run(store: Store, f: FinishedRun, so_far: StoredSoFar | None = None) -
 def _fresh_digest(samples: list[Sample]) -> str:
     """The digest of a run stored at once: its samples in the store's order (by time,
     then as inserted), all in memory."""
+    from greenml.ledger.samples import samples_digest
     from greenml.store.rows import sample_dict, sample_row
 
     ordered = sorted(samples, key=lambda s: s.time_s)  # stable: ties stay as inserted
@@ -224,6 +226,7 @@ def _timeline_digest(
 ) -> str | Callable[[list[dict[str, Any]]], str]:
     """The digest of the run's whole stored timeline, from memory when it can be known there;
     else how to digest the samples as stored (read once)."""
+    from greenml.ledger.samples import samples_digest
     from greenml.store.rows import sample_dict, sample_row
 
     if so_far is None:
