@@ -58,7 +58,8 @@ def test_sdist_and_wheel_pass_twine_and_check_wheel_contents(dist: Path) -> None
 
 
 def test_wheel_and_sdist_hold_the_data_and_schemas(dist: Path) -> None:
-    shipped = {p.relative_to(DATA).as_posix() for p in DATA.rglob("*") if p.is_file()}
+    shipped = {p.relative_to(DATA).as_posix() for p in DATA.rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts}  # fmt: skip
     assert "run_record.schema.json" in shipped and "SOURCES.md" in shipped
     (wheel,) = dist.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())

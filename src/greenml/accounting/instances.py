@@ -16,10 +16,10 @@ import csv
 import difflib
 import math
 from dataclasses import dataclass, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from greenml.data import packaged
 from greenml.errors import ConfigError
 
 COLUMNS = (
@@ -174,9 +174,7 @@ _PACKAGED_ROWS: list[InstancePrice] | None = None
 def _packaged() -> list[InstancePrice]:
     global _PACKAGED_ROWS
     if _PACKAGED_ROWS is None:
-        ref = resources.files("greenml") / "data" / PACKAGED
-        with resources.as_file(ref) as path:
-            _PACKAGED_ROWS = _load(path, "packaged")
+        _PACKAGED_ROWS = _load(packaged(PACKAGED), "packaged")
     return _PACKAGED_ROWS
 
 

@@ -29,10 +29,10 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from greenml.data import packaged
 from greenml.errors import ConfigError
 
 SCOPE = "scope 2, market-based (GHG Protocol Scope 2 Guidance, 2015)"
@@ -239,7 +239,7 @@ def provider_cfe(region: str | None, year: int | None = None) -> ProviderCfe | N
 
 @functools.cache
 def _cfe_rows() -> tuple[ProviderCfe, ...]:
-    text = (resources.files("greenml") / "data" / "provider_cfe.csv").read_text(encoding="utf-8")
+    text = packaged("provider_cfe.csv").read_text(encoding="utf-8")
     return tuple(
         ProviderCfe(
             r["provider"], r["region"], int(r["year"]), float(r["cfe_pct"]) / 100, r["source"]

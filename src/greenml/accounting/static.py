@@ -25,10 +25,10 @@ import functools
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from importlib import resources
 from typing import cast
 
 from greenml.accounting.intensity import ConstantSource, IntensityProvenance, Scope, gap_note
+from greenml.data import packaged
 from greenml.errors import ConfigError
 
 PROVIDERS = {"gcp": "gcp", "google": "gcp", "aws": "aws", "amazon": "aws", "azure": "azure"}
@@ -45,7 +45,7 @@ class _Row:
 
 
 def _read(name: str) -> list[dict[str, str]]:
-    text = (resources.files("greenml") / "data" / name).read_text(encoding="utf-8")
+    text = packaged(name).read_text(encoding="utf-8")
     return list(csv.DictReader(text.splitlines()))
 
 

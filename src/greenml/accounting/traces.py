@@ -114,10 +114,9 @@ def _packaged_sample(path: Path) -> tuple[Path, bool]:
     """The packaged sample a missing file's name names, else the path as given."""
     if path.exists() or path.name not in SAMPLES:
         return path, False
-    from importlib import resources
+    from greenml.data import packaged
 
-    found = resources.files("greenml") / "data" / "traces" / path.name
-    return Path(str(found)), True
+    return packaged("traces", path.name), True
 
 
 def load_trace(

@@ -17,9 +17,9 @@ import csv
 import functools
 import math
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
+from greenml.data import packaged
 from greenml.errors import ConfigError
 
 WUE_MAX_L_PER_KWH = 10.0
@@ -172,7 +172,7 @@ def country_of(location: str | None) -> str | None:
 
 @functools.cache
 def _table() -> dict[str, OffsiteWater]:
-    text = (resources.files("greenml") / "data" / "water_countries.csv").read_text(
+    text = packaged("water_countries.csv").read_text(
         encoding="utf-8"
     )
     out = {}

@@ -12,8 +12,8 @@ from __future__ import annotations
 import csv
 import functools
 from dataclasses import dataclass
-from importlib import resources
 
+from greenml.data import packaged
 from greenml.errors import ConfigError
 from greenml.quantities import J_PER_KWH
 
@@ -42,7 +42,7 @@ class Link:
 @functools.cache
 def links() -> dict[str, Link]:
     """Every packaged link type by name."""
-    text = (resources.files("greenml") / "data" / "link_energy.csv").read_text(encoding="utf-8")
+    text = packaged("link_energy.csv").read_text(encoding="utf-8")
     return {
         r["link"]: Link(r["link"], float(r["kwh_per_gb"]), r["source"])
         for r in csv.DictReader(text.splitlines())

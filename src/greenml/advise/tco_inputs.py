@@ -17,10 +17,10 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from greenml.data import packaged
 from greenml.errors import ConfigError
 
 ELECTRICITY_USD_PER_KWH = 0.0806
@@ -170,7 +170,7 @@ class ServerPrice:
 @functools.cache
 def server_prices() -> tuple[ServerPrice, ...]:
     """Rows of the packaged ``server_prices.csv``."""
-    text = (resources.files("greenml") / "data" / "server_prices.csv").read_text(encoding="utf-8")
+    text = packaged("server_prices.csv").read_text(encoding="utf-8")
     return tuple(
         ServerPrice(r["gpu"], int(r["gpus"]), float(r["server_usd"]), r["source"], r["date"])
         for r in csv.DictReader(text.splitlines())

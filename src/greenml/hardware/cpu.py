@@ -25,8 +25,9 @@ import platform
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
+
+from greenml.data import packaged
 
 CPUINFO = "/proc/cpuinfo"
 _MIN_SCORE = 50.0  # rapidfuzz token_sort_ratio once the model tokens agree
@@ -109,7 +110,7 @@ def _table_lines() -> tuple[str, ...]:
 
 @functools.cache
 def _table_lines_text() -> str:
-    return (resources.files("greenml") / "data" / "cpu_tdp.csv").read_text(encoding="utf-8")
+    return packaged("cpu_tdp.csv").read_text(encoding="utf-8")
 
 
 @functools.cache

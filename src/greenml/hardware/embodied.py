@@ -17,9 +17,9 @@ import csv
 import functools
 import math
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
+from greenml.data import packaged
 from greenml.errors import ConfigError
 from greenml.hardware.gpu import gpu_spec
 
@@ -67,7 +67,7 @@ def embodied_items() -> list[EmbodiedItem]:
 
 @functools.cache
 def _load() -> tuple[EmbodiedItem, ...]:
-    text = (resources.files("greenml") / "data" / "embodied.csv").read_text(encoding="utf-8")
+    text = packaged("embodied.csv").read_text(encoding="utf-8")
     items = []
     for row in csv.DictReader(text.splitlines()):
         kind = row["kind"].strip()

@@ -22,8 +22,8 @@ import csv
 import functools
 import re
 from dataclasses import dataclass
-from importlib import resources
 
+from greenml.data import packaged
 from greenml.errors import ConfigError
 
 #: Precisions :meth:`GpuSpec.peak_tflops` knows, and the column each reads.
@@ -146,7 +146,7 @@ def gpu_specs() -> list[GpuSpec]:
 
 @functools.cache
 def _load() -> tuple[GpuSpec, ...]:
-    text = (resources.files("greenml") / "data" / "gpus.csv").read_text(encoding="utf-8")
+    text = packaged("gpus.csv").read_text(encoding="utf-8")
     specs = []
     for row in csv.DictReader(text.splitlines()):
         specs.append(

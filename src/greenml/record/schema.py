@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import types
-from importlib import resources
 from typing import Any, Literal, Union, get_args, get_origin
 
+from greenml.data import packaged
 from greenml.record.codec import Block, fields_of
 
 SCHEMA_FILE = "run_record.schema.json"
@@ -46,7 +46,7 @@ def schema_text() -> str:
 
 def shipped_schema_text() -> str:
     """The shipped ``run_record.schema.json``."""
-    return (resources.files("greenml") / "data" / SCHEMA_FILE).read_text(encoding="utf-8")
+    return packaged(SCHEMA_FILE).read_text(encoding="utf-8")
 
 
 def _schema_of(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:

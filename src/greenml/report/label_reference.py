@@ -15,9 +15,9 @@ import io
 import math
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
+from greenml.data import packaged
 from greenml.errors import ConfigError
 
 REFERENCE_FILE = "label_reference_v1.csv"
@@ -84,7 +84,7 @@ def load_reference(path: str | Path | None = None) -> Reference:
     """
     if path is None:
         name = REFERENCE_FILE
-        text = (resources.files("greenml") / "data" / name).read_text(encoding="utf-8")
+        text = packaged(name).read_text(encoding="utf-8")
     else:
         name = Path(path).name
         try:

@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from importlib import resources
 
+from greenml.data import packaged
 from greenml.errors import ConfigError
 
 
@@ -65,7 +65,7 @@ class InterruptionRate:
 
 @cache
 def _rates() -> dict[str, InterruptionRate]:
-    path = resources.files("greenml") / "data" / "spot_interruption_rates.csv"
+    path = packaged("spot_interruption_rates.csv")
     text = path.read_text(encoding="utf-8")
     return {
         row["accelerator"].upper(): InterruptionRate(

@@ -19,10 +19,10 @@ from __future__ import annotations
 import csv
 import functools
 import math
-from importlib import resources
 from typing import Any
 
 from greenml.accounting.series import StepSeries
+from greenml.data import packaged
 from greenml.schedule.forecast import Forecast
 
 DAY_S = 86400.0
@@ -40,7 +40,7 @@ def _profiles() -> dict[str, Any]:
     """Zone (and alias), upper case → (zone id, 2 × 24 array: weekday, weekend)."""
     import numpy as np
 
-    data = resources.files("greenml") / "data"
+    data = packaged()
     table: dict[str, Any] = {}
     for row in csv.DictReader(
         (data / "intensity_profiles.csv").read_text(encoding="utf-8").splitlines()

@@ -26,7 +26,8 @@ import csv
 import functools
 import math
 from dataclasses import dataclass
-from importlib import resources
+
+from greenml.data import packaged
 
 PEAK_FLOPS_PER_S = 989e12
 GPU_POWER_W = 700.0
@@ -94,7 +95,7 @@ def _b(value: float) -> str:
 
 @functools.cache
 def _rows() -> tuple[tuple[str, ModelSize], ...]:
-    text = (resources.files("greenml") / "data" / "llm_models.csv").read_text(encoding="utf-8")
+    text = packaged("llm_models.csv").read_text(encoding="utf-8")
     rows = []
     for row in csv.DictReader(text.splitlines()):
         size = ModelSize(

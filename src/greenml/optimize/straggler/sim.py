@@ -18,9 +18,9 @@ import io
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from typing import Any
 
+from greenml.data import packaged
 from greenml.errors import ConfigError
 from greenml.optimize.straggler.planner import (
     CLOCK,
@@ -75,7 +75,7 @@ def v100_curve(workload: str = "imagenet", compute_s: float = 0.5) -> PowerCurve
 
 
 def _rows() -> list[dict[str, str]]:
-    text = (resources.files("greenml") / "data" / CURVES_FILE).read_text(encoding="utf-8")
+    text = packaged(CURVES_FILE).read_text(encoding="utf-8")
     return list(csv.DictReader(io.StringIO(text)))
 
 
