@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from greenml.measure.measurement import POWER_INTEGRATED, DeviceEnergy, EnergyPart, Measurement
 from greenml.measure.sensors.base import Device
@@ -36,19 +36,24 @@ class Edges:
     powers: dict[str, float]  # power of sampled devices (W)
 
 
-@dataclass(slots=True)
 class WindowStart:
-    """When and what a window began with."""
+    """When and what a window began with.
 
-    mono_s: float
-    wall_s: float
-    edges: Edges
-    # Fixed once a sample after mono_s exists; with them the window no longer
-    # needs the samples before its start. pinned_j: the power timeline's value
-    # at the start (start_offset with a reading, else energy_at); pinned_usage:
-    # the usage timeline's start_offset.
-    pinned_j: dict[str, float] = field(default_factory=dict)
-    pinned_usage: dict[str, PartsJ] = field(default_factory=dict)
+    ``pinned_j`` and ``pinned_usage`` are fixed once a sample after ``mono_s``
+    exists; with them the window no longer needs the samples before its start.
+    pinned_j: the power timeline's value at the start (start_offset with a
+    reading, else energy_at); pinned_usage: the usage timeline's start_offset.
+    (A slotted class, not a dataclass: one is made at every window's start.)
+    """
+
+    __slots__ = ("edges", "mono_s", "pinned_j", "pinned_usage", "wall_s")
+
+    def __init__(self, mono_s: float, wall_s: float, edges: Edges) -> None:
+        self.mono_s = mono_s
+        self.wall_s = wall_s
+        self.edges = edges
+        self.pinned_j: dict[str, float] = {}
+        self.pinned_usage: dict[str, PartsJ] = {}
 
 
 class Channel:

@@ -65,6 +65,7 @@ class WindowPlan:
         ]
         self.slow_keys = frozenset(slow_keys)
         self.period_s = period_s
+        self._figures = self.figures  # bound once: close runs at every window
 
     def close(self, name: str, begin: WindowStart, end_mono: float, edges: Edges) -> Measurement:
         """The Measurement of a window ending now: its timeline facts taken, the rest deferred."""
@@ -84,7 +85,7 @@ class WindowPlan:
                 facts[key] = (usage.anchors(start, end), begin.pinned_usage.get(key))
             else:
                 facts[key] = sampled_facts(ch, begin, end_mono, duration, edges)
-        return deferred(name, duration, self.figures, (begin, end_mono, edges, facts))
+        return deferred(name, duration, self._figures, (begin, end_mono, edges, facts))
 
     def figures(
         self, reading: WindowReading
