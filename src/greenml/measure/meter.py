@@ -146,10 +146,11 @@ class Meter:
         self._usage_sensors = [s for s in self._sensors if any(d.usage for d in s.devices)]
         self._sampled_sensors = [s for s in self._sensors if any(_sampled(d) for d in s.devices)]
         self._edge_reads = self._edge_plan()
-        self._sample_plan = [  # (sensor, has modelled devices, has devices read for power)
-            (s, s in self._usage_sensors, any(not d.usage for d in s.devices))
+        self._sample_plan = [  # (sensor, modelled devices?, devices read for power?, channels)
+            (s, s in self._usage_sensors, any(not d.usage for d in s.devices),
+             [(d, self._channels[d.key]) for d in s.devices])
             for s in self._sensors
-        ]
+        ]  # fmt: skip
         self._windows: dict[str, WindowStart] = {}
         self._windows_lock = threading.Lock()  # begin_window vs forget_before
         self._holds: dict[str, dict[str, float]] = {}  # holder → device → monotonic time
@@ -238,42 +239,57 @@ class Meter:
     def sample_now(self) -> None:
         """Read every sensor once and append to the timelines."""
         mono = self._clock()
-        wall = mono + self._wall_offset
         if self._counter_sensors and mono - self._counters_read_at >= 1.0:
             # Keeps the wrap-around tracking of slow counters (RAPL) current;
             # once a second is plenty: they wrap after minutes at the least.
             self._counters_read_at = mono
             self._read_counters()
-        for sensor, modelled, powered in self._sample_plan:
-            powers: dict[str, float] = {}
-            metrics: dict[str, dict[str, float]] = {}
-            if modelled:
-                self._sample_usage(sensor, mono, powers, metrics)
-            if powered:
-                powers.update(self._safe_read(sensor, sensor.read_power_w, "power"))
-                # Gauges only matter to the store; an in-process Meter skips reading them.
-                if powers and self._record_samples:
-                    metrics = {**self._safe_read(sensor, sensor.read_metrics, "metrics"), **metrics}
-            for device in sensor.devices:
-                channel = self._channels[device.key]
-                power = powers.get(device.key)
-                if power is None:
-                    if device.usage and channel.usage is not None and len(channel.usage) <= 1:
-                        continue  # the first usage reading: no piece to give a power for yet
-                    if channel.gap_start is None:
-                        channel.gap_start = channel.timeline.last_time_s or mono
-                        self._warn_once(device.key, f"{device.key} ({device.name}) gave no reading")
-                    continue
-                if channel.gap_start is not None:
-                    channel.gaps.append((channel.gap_start, mono))
-                    channel.gap_start = None
-                channel.timeline.append(mono, power)
-                if self._record_samples:
-                    sample = Sample(
-                        device.key, device.component, wall, power, metrics.get(device.key, {})
-                    )
-                    with self._samples_lock:
-                        self._pending.append(sample)
+        samples: list[Sample] = []
+        try:
+            for sensor, modelled, powered, channels in self._sample_plan:
+                self._sample_sensor(sensor, modelled, powered, channels, mono, samples)
+        finally:  # what was read is kept, whatever failed after
+            if samples:
+                with self._samples_lock:  # once a round, not once a sample
+                    self._pending += samples
+
+    def _sample_sensor(
+        self,
+        sensor: Sensor,
+        modelled: bool,
+        powered: bool,
+        channels: list[tuple[Device, Channel]],
+        mono: float,
+        samples: list[Sample],
+    ) -> None:
+        """One sensor's part of :meth:`sample_now`; its samples (if recorded) go to ``samples``."""
+        powers: dict[str, float] = {}
+        metrics: dict[str, dict[str, float]] = {}
+        if modelled:
+            self._sample_usage(sensor, mono, powers, metrics)
+        if powered:
+            powers.update(self._safe_read(sensor, sensor.read_power_w, "power"))
+            # Gauges only matter to the store; an in-process Meter skips reading them.
+            if powers and self._record_samples:
+                metrics = {**self._safe_read(sensor, sensor.read_metrics, "metrics"), **metrics}
+        wall = mono + self._wall_offset
+        for device, channel in channels:
+            power = powers.get(device.key)
+            if power is None:
+                if device.usage and channel.usage is not None and len(channel.usage) <= 1:
+                    continue  # the first usage reading: no piece to give a power for yet
+                if channel.gap_start is None:
+                    channel.gap_start = channel.timeline.last_time_s or mono
+                    self._warn_once(device.key, f"{device.key} ({device.name}) gave no reading")
+                continue
+            if channel.gap_start is not None:
+                channel.gaps.append((channel.gap_start, mono))
+                channel.gap_start = None
+            channel.timeline.append(mono, power)
+            if self._record_samples:
+                samples.append(
+                    Sample(device.key, device.component, wall, power, metrics.get(device.key, {}))
+                )
 
     def _sample_usage(
         self,
