@@ -6,7 +6,9 @@ its edges (the energy counters, the usage counters of modelled devices, the powe
 sampled devices): what the Meter adds to the reads themselves. Both are timed
 timeit-style (GC off), in alternating blocks, and the ratio is the median of the
 block-by-block ratios. The edge reads are never skipped or cached: each window reads
-every sensor at both edges. The exit code is 0 even when the target fails.
+every sensor at both edges. A window's figures (energies, uncertainties, breakdowns)
+are derived when first read, not by ``end_window``: a pair whose ``total_j`` is then
+read is printed too, for information. The exit code is 0 even when the target fails.
 
 Usage::
 
@@ -51,18 +53,23 @@ def main(argv: list[str] | None = None) -> int:
     pair = timeit.Timer("b('w', False); e('w', False)",
                         globals={"b": meter.begin_window, "e": meter.end_window})  # fmt: skip
     raw = timeit.Timer("r()", globals={"r": raw_twice})
+    read = timeit.Timer("b('w', False); e('w', False).total_j",
+                        globals={"b": meter.begin_window, "e": meter.end_window})  # fmt: skip
     pair.timeit(1000)
     raw.timeit(1000)
-    ours, floor = [], []
+    ours, floor, derived = [], [], []
     for _ in range(args.blocks):
         ours.append(pair.timeit(args.pairs) / args.pairs * 1e6)
         floor.append(raw.timeit(args.pairs) / args.pairs * 1e6)
+        derived.append(read.timeit(args.pairs // 5) / (args.pairs // 5) * 1e6)
     meter.close()
     ratio = statistics.median(a / b for a, b in zip(ours, floor, strict=True))
     names = ", ".join(d.key for d in meter.devices)
     print(f"window pair: {len(meter.devices)} devices ({names}); {args.blocks} blocks of "
           f"{args.pairs}, medians")
     print(f"  two raw reads of every sensor: {statistics.median(floor):.1f} µs")
+    print(f"  a pair whose figures are then read (total_j): {statistics.median(derived):.1f} µs "
+          "(not a target: a window's figures are derived when first read)")
     verdict = "PASS" if ratio <= TARGET_RATIO else "FAIL"
     print(f"TARGET window pair (begin_window + end_window): {statistics.median(ours):.1f} µs, "
           f"ratio {ratio:.2f}x two raw reads -> {verdict} (target <= {TARGET_RATIO}x)")

@@ -74,12 +74,18 @@ class Exporter:
         self._thread: threading.Thread | None = None
 
     def step(self) -> None:
-        """One tick of the loop: read the sensors (if asked) and refresh the state."""
+        """One tick of the loop: read the sensors (if asked) and refresh the state.
+
+        The metric figures are built from the tick when a scrape asks for them
+        (:meth:`LiveState.tick`), not at every tick; with pods, at every tick.
+        """
         if self._sample:
             self.meter.sample_now()
-        snapshot = self.state.update()
         if self.pods is not None:
+            snapshot = self.state.update()
             self.pods.update({d.key: d.energy_j for d in snapshot.devices if d.component == "gpu"})
+        else:
+            self.state.tick()
         self.renders.invalidate()
 
     def run(self, stop: threading.Event) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from greenml.accounting.intensity import IntensitySource
+from greenml.measure.measurement import Measurement
 from greenml.measure.meter import Meter
 from greenml.quantities import J_PER_KWH
 
@@ -86,41 +87,65 @@ class LiveState:
         self._cost: dict[str, float] = {}
         self._latest: dict[str, tuple[float | None, dict[str, float]]] = {}
         self._notes: list[str] = []
+        self._pending: tuple[float, Measurement] | None = None  # the latest tick, not built yet
         meter.begin_window(WINDOW, sync_execution=False)
         self._snapshot = Snapshot(self._wall(), 0.0)
         self.update()
 
     @property
     def snapshot(self) -> Snapshot:
-        """The latest snapshot (no sensor is read)."""
+        """The latest snapshot (no sensor is read; built from the latest tick if need be)."""
+        if self._pending is not None:
+            with self._lock:
+                self._build()
         return self._snapshot
 
     def update(self) -> Snapshot:
         """Fold in what the Meter recorded since the last call; return the new snapshot."""
         with self._lock:
-            for sample in self.meter.drain_samples():
-                self._latest[sample.device] = (sample.power_w, sample.metrics)
-            measurement = self.meter.peek_window(WINDOW)
-            now = self._wall()
-            ci = self._current_intensity(now)
-            devices = []
-            for component, energies in measurement.components.items():
-                for key, energy in energies.devices.items():
-                    devices.append(
-                        self._device(
-                            key, component, energy.name, energy.energy_j, ci, energy.method
-                        )
-                    )
-            devices.sort(key=lambda d: (d.component != "gpu", _order(d.key)))
-            self._snapshot = Snapshot(
-                now,
-                measurement.duration_s,
-                tuple(devices),
-                ci,
-                *self._ci_source,
-                notes=tuple(self._notes),
-            )
+            self._tick()
+            return self._build()
+
+    def tick(self) -> None:
+        """Read the Meter now (its samples, its window); the snapshot is built when read."""
+        with self._lock:
+            self._tick()
+
+    def _tick(self) -> None:
+        for sample in self.meter.drain_samples():
+            self._latest[sample.device] = (sample.power_w, sample.metrics)
+        measurement = self.meter.peek_window(WINDOW)
+        now = self._wall()
+        if self._intensity is not None and now - self._ci_at >= self._refresh_s:
+            self._build(refresh=False)  # the energy so far, at the intensity it was used at
+            self._pending = (now, measurement)
+            self._build()  # refreshes the intensity
+        else:
+            self._pending = (now, measurement)
+
+    def _build(self, refresh: bool = True) -> Snapshot:
+        """The snapshot of the latest tick, its emissions and cost accrued (under the lock)."""
+        if self._pending is None:
             return self._snapshot
+        now, measurement = self._pending
+        self._pending = None
+        ci = self._current_intensity(now) if refresh else self._ci
+        devices = []
+        for component, energies in measurement.components.items():
+            for key, energy in energies.devices.items():
+                devices.append(
+                    self._device(key, component, energy.name, energy.energy_j, ci, energy.method)
+                )
+        devices.sort(key=lambda d: (d.component != "gpu", _order(d.key)))
+        self._snapshot = Snapshot(
+            now,
+            measurement.duration_s,
+            tuple(devices),
+            ci,
+            *self._ci_source,
+            notes=tuple(self._notes),
+        )
+        return self._snapshot
 
     def _device(
         self,

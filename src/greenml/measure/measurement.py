@@ -19,10 +19,12 @@ quadrature (root of the sum of squares).
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from greenml.quantities import J_PER_KWH as JOULES_PER_KWH
 
@@ -131,12 +133,30 @@ class ComponentEnergy:
         }
 
 
+Figures = Callable[[Any], tuple[datetime, dict[str, "ComponentEnergy"], "ComponentEnergy | None"]]
+"""Derives ``started_at``, ``components`` and ``node`` from what a window read."""
+
+
+_DERIVED = frozenset(("started_at", "components", "node"))
+
+
+class _Deferrable:
+    """Holds ``(figures, reading)`` of a Measurement whose figures are not derived yet."""
+
+    __slots__ = ("_figures",)
+    _figures: tuple[Figures, Any]
+
+
 @dataclass(slots=True)
-class Measurement:
+class Measurement(_Deferrable):
     """The result of one named window: duration and energy per component (read-only).
 
     ``node``, when a node meter is configured, is the whole machine's energy in the
     same window: a check on the components, not one of them (not in :attr:`total_j`).
+
+    A Meter's window derives ``started_at``, ``components`` and ``node`` from its raw
+    readings when one of them is first read (see :func:`deferred`): the same values,
+    later, so that closing a window costs little more than reading the sensors.
     """
 
     name: str
@@ -144,6 +164,26 @@ class Measurement:
     duration_s: float
     components: dict[str, ComponentEnergy] = field(default_factory=dict)
     node: ComponentEnergy | None = None
+
+    if not TYPE_CHECKING:  # hidden from the type checker: attribute typos stay errors
+
+        def __getattr__(self, name: str) -> Any:
+            """Only reached for a field not set yet: derive the deferred ones once."""
+            if name not in _DERIVED:
+                raise AttributeError(name)
+            try:
+                figures, reading = self._figures
+            except AttributeError:  # another thread derived them meanwhile, or none deferred
+                return object.__getattribute__(self, name)
+            self.started_at, self.components, self.node = figures(reading)
+            with contextlib.suppress(AttributeError):  # another thread got there first
+                del self._figures  # its readings are no longer needed
+            return object.__getattribute__(self, name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled and copied with its figures derived (never the readings behind them)."""
+        return (type(self), (self.name, self.started_at, self.duration_s, self.components,
+                             self.node))  # fmt: skip
 
     @property
     def total_j(self) -> float:
@@ -223,6 +263,17 @@ class Measurement:
         """Rebuild a Measurement from :meth:`to_window_dict`."""
         started = datetime.fromtimestamp(float(data["started_at"]), tz=timezone.utc)
         return cls.from_dict(str(data["name"]), started, float(data["duration_s"]), data["energy"])
+
+
+def deferred(name: str, duration_s: float, figures: Figures, reading: Any) -> Measurement:
+    """A Measurement whose ``started_at``, ``components`` and ``node`` are
+    ``figures(reading)``, called when one of them is first read (then kept); equal in
+    every respect to one built with them."""
+    m = object.__new__(Measurement)
+    m.name = name
+    m.duration_s = duration_s
+    object.__setattr__(m, "_figures", (figures, reading))  # the base's slot
+    return m
 
 
 def _device_from_dict(d: dict[str, Any]) -> DeviceEnergy:

@@ -32,37 +32,23 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 
 from greenml.errors import ConfigError, WindowError
 from greenml.measure.alarm import Alarm
-from greenml.measure.measurement import (
-    NODE,
-    ComponentEnergy,
-    DeviceEnergy,
-    Measurement,
-    Sample,
-)
+from greenml.measure.measurement import NODE, Measurement, Sample
 from greenml.measure.retention import trim_channel
 from greenml.measure.sensors.base import Device, Sensor
-from greenml.measure.sensors.nvml_bands import short_window_note
-from greenml.measure.slow_counters import COUNTER_UPDATE_S, SlowCounters, edge_uncertainty_rel
-from greenml.measure.timeline import Usage, UsageTimeline
-from greenml.measure.window_energy import (
-    Channel,
-    Edges,
-    WindowHandle,
-    WindowStart,
-    sampled_energy,
-    usage_energy,
-)
+from greenml.measure.slow_counters import COUNTER_UPDATE_S, SlowCounters
+from greenml.measure.timeline import UsageTimeline
+from greenml.measure.window_energy import Channel, Edges, WindowHandle, WindowStart
+from greenml.measure.window_figures import WindowPlan
 from greenml.quantities import bounds
 
 log = logging.getLogger("greenml")
 
 Clock = Callable[[], float]
-_NONE: dict[str, Any] = {}  # shared, never written: a boundary with nothing of a kind to read
 
 WINDOW_NAME_CHARS = 255
 """The most characters of a published window's name (the store's ``windows.name``)."""
@@ -138,18 +124,15 @@ class Meter:
                 self._channels[device.key] = Channel(device, usage)
                 if device.note:
                     self.notes.append(f"{device.key}: {device.note}")
-        # per device: what _measure needs, looked up once
-        self._plan = [
-            (key, ch, ch.device, ch.device.component, ch.device.has_counter)
-            for key, ch in self._channels.items()
-        ]
-        self._components = list(dict.fromkeys(component for _, _, _, component, _ in self._plan))
         self._counter_sensors = [s for s in self._sensors if any(d.has_counter for d in s.devices)]
         # Counters too slow to read at every window edge (NVML on some hosts: 4.7 ms a read)
         # are read by the sampler; edges come from its readings (see slow_counters).
         # ``exact_edges`` reads every counter at the edge itself, whatever it costs.
         self._slow = None if exact_edges else SlowCounters.detect(self._counter_sensors, clock)
-        self._slow_keys = self._slow.keys() if self._slow is not None else set()
+        # per device: what a window takes when it ends and derives when read, looked up once
+        self._figures = WindowPlan(
+            self._channels, self._slow.keys() if self._slow is not None else (), self._period_s
+        )
         if self._slow is not None:
             self._slow.start(clock)
             for sensor in self._slow.sensors:
@@ -162,10 +145,12 @@ class Meter:
                 )
         self._usage_sensors = [s for s in self._sensors if any(d.usage for d in s.devices)]
         self._sampled_sensors = [s for s in self._sensors if any(_sampled(d) for d in s.devices)]
-        self._sample_plan = [  # (sensor, has modelled devices, has devices read for power)
-            (s, s in self._usage_sensors, any(not d.usage for d in s.devices))
+        self._edge_reads = self._edge_plan()
+        self._sample_plan = [  # (sensor, modelled devices?, devices read for power?, channels)
+            (s, s in self._usage_sensors, any(not d.usage for d in s.devices),
+             [(d, self._channels[d.key]) for d in s.devices])
             for s in self._sensors
-        ]
+        ]  # fmt: skip
         self._windows: dict[str, WindowStart] = {}
         self._windows_lock = threading.Lock()  # begin_window vs forget_before
         self._holds: dict[str, dict[str, float]] = {}  # holder → device → monotonic time
@@ -218,7 +203,7 @@ class Meter:
         if sync_execution:
             self._sync()
         try:  # measured while still open, so forget_before keeps what it reads
-            measurement = self._measure(name, begin, self._clock(), self._read_edges())
+            measurement = self._figures.close(name, begin, self._clock(), self._read_edges())
         finally:
             with self._windows_lock:
                 ended = self._windows.get(name) is begin
@@ -237,7 +222,7 @@ class Meter:
         begin = self._windows.get(name)
         if begin is None:
             raise WindowError(f"window {name!r} is not open")
-        return self._measure(name, begin, self._clock(), self._read_edges())
+        return self._figures.close(name, begin, self._clock(), self._read_edges())
 
     @contextmanager
     def window(self, name: str, sync_execution: bool = True) -> Iterator[WindowHandle]:
@@ -249,77 +234,62 @@ class Meter:
         finally:
             handle.measurement = self.end_window(name, sync_execution)
 
-    def _measure(self, name: str, begin: WindowStart, end_mono: float, edges: Edges) -> Measurement:
-        duration = max(0.0, end_mono - begin.mono_s)
-        per_component: dict[str, dict[str, DeviceEnergy]] = {c: {} for c in self._components}
-        start_c, end_c = begin.edges.counters, edges.counters
-        start_u, end_u = begin.edges.usage, edges.usage
-        for key, channel, device, component, counted in self._plan:
-            devices = per_component[component]
-            if counted:  # the hot path: two counter reads
-                start_j, end_j = start_c.get(key), end_c.get(key)
-                if start_j is not None and end_j is not None:
-                    rel, note = device.uncertainty_rel, ""
-                    period = device.counter_period_s
-                    if key in self._slow_keys or (period and duration < 10 * period):
-                        rel = edge_uncertainty_rel(rel, duration)  # the counter's steps
-                        note = short_window_note(duration, period) if period else ""
-                    devices[key] = DeviceEnergy(end_j - start_j, device.method, rel, device.name,
-                                                note)  # fmt: skip
-                    continue
-            elif channel.usage is not None:
-                first, last = start_u.get(key), end_u.get(key)
-                if first is not None and last is not None:
-                    devices[key] = usage_energy(channel, begin, first, end_mono, last)
-                    continue
-            devices[key] = sampled_energy(channel, begin, end_mono, duration, edges, self._period_s)
-        started = datetime.fromtimestamp(begin.wall_s, tz=timezone.utc)
-        node = per_component.pop(NODE, None)  # ground truth beside the components
-        components = {c: ComponentEnergy(devices) for c, devices in per_component.items()}
-        return Measurement(name, started, duration, components,
-                           ComponentEnergy(node) if node else None)  # fmt: skip
-
     # ----------------------------------------------------------------- sampling
 
     def sample_now(self) -> None:
         """Read every sensor once and append to the timelines."""
         mono = self._clock()
-        wall = mono + self._wall_offset
         if self._counter_sensors and mono - self._counters_read_at >= 1.0:
             # Keeps the wrap-around tracking of slow counters (RAPL) current;
             # once a second is plenty: they wrap after minutes at the least.
             self._counters_read_at = mono
             self._read_counters()
-        for sensor, modelled, powered in self._sample_plan:
-            powers: dict[str, float] = {}
-            metrics: dict[str, dict[str, float]] = {}
-            if modelled:
-                self._sample_usage(sensor, mono, powers, metrics)
-            if powered:
-                powers.update(self._safe_read(sensor, sensor.read_power_w, "power"))
-                # Gauges only matter to the store; an in-process Meter skips reading them.
-                if powers and self._record_samples:
-                    metrics = {**self._safe_read(sensor, sensor.read_metrics, "metrics"), **metrics}
-            for device in sensor.devices:
-                channel = self._channels[device.key]
-                power = powers.get(device.key)
-                if power is None:
-                    if device.usage and channel.usage is not None and len(channel.usage) <= 1:
-                        continue  # the first usage reading: no piece to give a power for yet
-                    if channel.gap_start is None:
-                        channel.gap_start = channel.timeline.last_time_s or mono
-                        self._warn_once(device.key, f"{device.key} ({device.name}) gave no reading")
-                    continue
-                if channel.gap_start is not None:
-                    channel.gaps.append((channel.gap_start, mono))
-                    channel.gap_start = None
-                channel.timeline.append(mono, power)
-                if self._record_samples:
-                    sample = Sample(
-                        device.key, device.component, wall, power, metrics.get(device.key, {})
-                    )
-                    with self._samples_lock:
-                        self._pending.append(sample)
+        samples: list[Sample] = []
+        try:
+            for sensor, modelled, powered, channels in self._sample_plan:
+                self._sample_sensor(sensor, modelled, powered, channels, mono, samples)
+        finally:  # what was read is kept, whatever failed after
+            if samples:
+                with self._samples_lock:  # once a round, not once a sample
+                    self._pending += samples
+
+    def _sample_sensor(
+        self,
+        sensor: Sensor,
+        modelled: bool,
+        powered: bool,
+        channels: list[tuple[Device, Channel]],
+        mono: float,
+        samples: list[Sample],
+    ) -> None:
+        """One sensor's part of :meth:`sample_now`; its samples (if recorded) go to ``samples``."""
+        powers: dict[str, float] = {}
+        metrics: dict[str, dict[str, float]] = {}
+        if modelled:
+            self._sample_usage(sensor, mono, powers, metrics)
+        if powered:
+            powers.update(self._safe_read(sensor, sensor.read_power_w, "power"))
+            # Gauges only matter to the store; an in-process Meter skips reading them.
+            if powers and self._record_samples:
+                metrics = {**self._safe_read(sensor, sensor.read_metrics, "metrics"), **metrics}
+        wall = mono + self._wall_offset
+        for device, channel in channels:
+            power = powers.get(device.key)
+            if power is None:
+                if device.usage and channel.usage is not None and len(channel.usage) <= 1:
+                    continue  # the first usage reading: no piece to give a power for yet
+                if channel.gap_start is None:
+                    channel.gap_start = channel.timeline.last_time_s or mono
+                    self._warn_once(device.key, f"{device.key} ({device.name}) gave no reading")
+                continue
+            if channel.gap_start is not None:
+                channel.gaps.append((channel.gap_start, mono))
+                channel.gap_start = None
+            channel.timeline.append(mono, power)
+            if self._record_samples:
+                samples.append(
+                    Sample(device.key, device.component, wall, power, metrics.get(device.key, {}))
+                )
 
     def _sample_usage(
         self,
@@ -416,30 +386,30 @@ class Meter:
 
     def _read_edges(self) -> Edges:
         """Counters, usage counters and the power of sampled devices, read now."""
-        counters: dict[str, float] = {} if self._counter_sensors else _NONE
-        usage: dict[str, Usage] = {} if self._usage_sensors else _NONE
-        powers: dict[str, float] = {} if self._sampled_sensors else _NONE
-        slow = self._slow
+        found: tuple[dict[str, Any], ...] = ({}, {}, {})  # counters, usage, powers
         with self._energy_lock:
-            for sensor in self._counter_sensors:
+            for slot, read, sensor, what in self._edge_reads:
                 try:  # inline, not _safe_read: this runs at every window boundary
-                    if slow is not None and sensor in slow.sensors:
-                        counters.update(slow.edges(sensor, self._clock(), 2 * COUNTER_UPDATE_S))
-                    else:
-                        counters.update(sensor.read_energy_j())
+                    found[slot].update(read())
                 except Exception as exc:
-                    self._read_failed(sensor, "energy", exc)
-            for sensor in self._usage_sensors:
-                try:
-                    usage.update(sensor.read_usage())
-                except Exception as exc:
-                    self._read_failed(sensor, "usage", exc)
-            for sensor in self._sampled_sensors:
-                try:
-                    powers.update(sensor.read_power_w())
-                except Exception as exc:
-                    self._read_failed(sensor, "power", exc)
-        return Edges(counters, usage, powers)
+                    self._read_failed(sensor, what, exc)
+        return Edges(found[0], found[1], found[2])
+
+    def _edge_plan(self) -> list[tuple[int, Callable[[], dict[str, Any]], Sensor, str]]:
+        """What each window edge reads, in order: (slot in :class:`Edges`, read, sensor, what)."""
+        slow = self._slow
+        plan: list[tuple[int, Callable[[], dict[str, Any]], Sensor, str]] = []
+        for sensor in self._counter_sensors:
+            read: Callable[[], dict[str, Any]] = sensor.read_energy_j
+            if slow is not None and sensor in slow.sensors:
+                read = partial(self._slow_edge, slow, sensor)
+            plan.append((0, read, sensor, "energy"))
+        plan += [(1, s.read_usage, s, "usage") for s in self._usage_sensors]
+        plan += [(2, s.read_power_w, s, "power") for s in self._sampled_sensors]
+        return plan
+
+    def _slow_edge(self, slow: SlowCounters, sensor: Sensor) -> dict[str, float]:
+        return slow.edges(sensor, self._clock(), 2 * COUNTER_UPDATE_S)
 
     def _safe_read(
         self, sensor: Sensor, read: Callable[[], dict[str, Any]], what: str

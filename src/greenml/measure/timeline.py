@@ -37,6 +37,10 @@ PartsJ = tuple[float, ...]
 """Energy of a piece of time by the model: ``(total, *parts)`` in joules."""
 UsageModel = Callable[[float, Usage, Usage], PartsJ]
 """``(duration_s, start, end)`` → joules of the piece between two readings."""
+PowerAnchors = tuple[float, float, float, float, float, float]
+"""(time, watts, running J) of the first sample after a start and the last up to an end."""
+UsageAnchors = tuple[float, Usage, PartsJ, float, Usage, PartsJ]
+"""(time, usage, running J) of the first reading after a start and the last up to an end."""
 
 
 class PowerTimeline:
@@ -144,16 +148,20 @@ class PowerTimeline:
             pinned_j: :meth:`start_offset` for this start, kept by a caller
                 that may have trimmed the samples after the start since.
         """
-        arrays = self._arrays
-        t, p, cum = arrays
+        return power_between(self.anchors(start_s, end_s), start_s, start_w, end_s, end_w, pinned_j)
+
+    def anchors(self, start_s: float, end_s: float) -> PowerAnchors | None:
+        """What :meth:`between_readings` needs of the samples: the first after ``start_s``
+        and the last up to ``end_s`` (time, watts, running joules each); ``None`` when no
+        sample lies between. Taken once, it answers later exactly as now (see
+        :func:`power_between`), whatever is appended or trimmed since."""
+        t, p, cum = self._arrays
         n = len(t)
-        first = bisect_right(t, start_s, 0, n)  # first sample after the start
-        last = bisect_right(t, end_s, 0, n) - 1  # last sample up to the end
+        first = bisect_right(t, start_s, 0, n)
+        last = bisect_right(t, end_s, 0, n) - 1
         if first > last:
-            return 0.5 * (start_w + end_w) * (end_s - start_s) if end_s > start_s else 0.0
-        if pinned_j is None:
-            pinned_j = cum[first] - 0.5 * (start_w + p[first]) * (t[first] - start_s)
-        return cum[last] + 0.5 * (p[last] + end_w) * (end_s - t[last]) - pinned_j
+            return None
+        return t[first], p[first], cum[first], t[last], p[last], cum[last]
 
     def start_offset(self, start_s: float, start_w: float) -> float | None:
         """The running integral a reading at ``start_s`` stands for, once a later sample exists.
@@ -209,6 +217,23 @@ def _energy_at(arrays: _Arrays, n: int, time_s: float) -> float:
     dt = time_s - t[i]
     slope = (p[i + 1] - p[i]) / (t[i + 1] - t[i])
     return cum[i] + dt * (p[i] + 0.5 * slope * dt)
+
+
+def power_between(
+    anchors: PowerAnchors | None,
+    start_s: float,
+    start_w: float,
+    end_s: float,
+    end_w: float,
+    pinned_j: float | None = None,
+) -> float:
+    """:meth:`PowerTimeline.between_readings` from :meth:`PowerTimeline.anchors` taken earlier."""
+    if anchors is None:
+        return 0.5 * (start_w + end_w) * (end_s - start_s) if end_s > start_s else 0.0
+    t_first, p_first, cum_first, t_last, p_last, cum_last = anchors
+    if pinned_j is None:
+        pinned_j = cum_first - 0.5 * (start_w + p_first) * (t_first - start_s)
+    return cum_last + 0.5 * (p_last + end_w) * (end_s - t_last) - pinned_j
 
 
 class UsageTimeline:
@@ -277,16 +302,37 @@ class UsageTimeline:
             pinned: :meth:`start_offset` for this start (the caller may have
                 trimmed the readings after the start since).
         """
+        return self.combine(self.anchors(start_s, end_s), start_s, start, end_s, end, pinned)
+
+    def anchors(self, start_s: float, end_s: float) -> UsageAnchors | None:
+        """The first reading after ``start_s`` and the last up to ``end_s`` (time, usage,
+        running joules each), ``None`` when none lies between: with :meth:`combine`, the
+        answer of :meth:`between_readings` at the time they were taken."""
         t, u, cum = self._lists
         n = len(t)
         first = bisect_right(t, start_s, 0, n)
         last = bisect_right(t, end_s, 0, n) - 1
         if first > last:
+            return None
+        return t[first], u[first], cum[first], t[last], u[last], cum[last]
+
+    def combine(
+        self,
+        anchors: UsageAnchors | None,
+        start_s: float,
+        start: Usage,
+        end_s: float,
+        end: Usage,
+        pinned: PartsJ | None = None,
+    ) -> PartsJ:
+        """:meth:`between_readings` from :meth:`anchors` taken earlier (the model is fixed)."""
+        if anchors is None:
             return self.model(end_s - start_s, start, end)
+        t_first, u_first, cum_first, t_last, u_last, cum_last = anchors
         if pinned is None:
-            pinned = _sub(cum[first], self.model(t[first] - start_s, start, u[first]))
-        tail = self.model(end_s - t[last], u[last], end)
-        return tuple(c + x - s for c, x, s in zip(cum[last], tail, pinned, strict=True))
+            pinned = _sub(cum_first, self.model(t_first - start_s, start, u_first))
+        tail = self.model(end_s - t_last, u_last, end)
+        return tuple(c + x - s for c, x, s in zip(cum_last, tail, pinned, strict=True))
 
     def start_offset(self, start_s: float, start: Usage) -> PartsJ | None:
         """What :meth:`between_readings` subtracts for this start; None until a later reading."""

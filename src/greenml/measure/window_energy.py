@@ -4,18 +4,27 @@ Internal to :mod:`greenml.measure` (the Meter is the public face): the records a
 window keeps (:class:`Edges`, :class:`WindowStart`), what the Meter keeps per
 device (:class:`Channel`), and the two ways a device's energy is obtained when
 it has no energy counter: from its usage counters through its model
-(:func:`usage_energy`), or from its sampled power (:func:`sampled_energy`).
+(:func:`usage_energy`), or from its sampled power (:func:`sampled_energy`). Each
+comes in two steps: what it takes of the device's timeline when the window ends
+(``*_facts``, a few bisections), and the figure derived from that when first read.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from greenml.measure.measurement import POWER_INTEGRATED, DeviceEnergy, EnergyPart, Measurement
 from greenml.measure.sensors.base import Device
-from greenml.measure.timeline import PartsJ, PowerTimeline, Usage, UsageTimeline
+from greenml.measure.timeline import (
+    PartsJ,
+    PowerTimeline,
+    Usage,
+    UsageAnchors,
+    UsageTimeline,
+    power_between,
+)
 
 
 @dataclass(slots=True)
@@ -27,19 +36,24 @@ class Edges:
     powers: dict[str, float]  # power of sampled devices (W)
 
 
-@dataclass(slots=True)
 class WindowStart:
-    """When and what a window began with."""
+    """When and what a window began with.
 
-    mono_s: float
-    wall_s: float
-    edges: Edges
-    # Fixed once a sample after mono_s exists; with them the window no longer
-    # needs the samples before its start. pinned_j: the power timeline's value
-    # at the start (start_offset with a reading, else energy_at); pinned_usage:
-    # the usage timeline's start_offset.
-    pinned_j: dict[str, float] = field(default_factory=dict)
-    pinned_usage: dict[str, PartsJ] = field(default_factory=dict)
+    ``pinned_j`` and ``pinned_usage`` are fixed once a sample after ``mono_s``
+    exists; with them the window no longer needs the samples before its start.
+    pinned_j: the power timeline's value at the start (start_offset with a
+    reading, else energy_at); pinned_usage: the usage timeline's start_offset.
+    (A slotted class, not a dataclass: one is made at every window's start.)
+    """
+
+    __slots__ = ("edges", "mono_s", "pinned_j", "pinned_usage", "wall_s")
+
+    def __init__(self, mono_s: float, wall_s: float, edges: Edges) -> None:
+        self.mono_s = mono_s
+        self.wall_s = wall_s
+        self.edges = edges
+        self.pinned_j: dict[str, float] = {}
+        self.pinned_usage: dict[str, PartsJ] = {}
 
 
 class Channel:
@@ -64,16 +78,22 @@ class Channel:
         return sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
 
 
+UsageFacts = tuple[UsageAnchors | None, PartsJ | None]
+"""What a modelled device's energy takes of its usage timeline at a window's end:
+its :meth:`~UsageTimeline.anchors` and the start's pin (see :class:`WindowStart`)."""
+SampledFacts = tuple[float | None, float]
+"""A sampled device's joules over a window (``None``: not one reading) and its gap seconds."""
+
+
 def usage_energy(
-    channel: Channel, begin: WindowStart, start: Usage, end_mono: float, end: Usage
+    channel: Channel, facts: UsageFacts, begin: WindowStart, start: Usage, end_mono: float,
+    end: Usage,
 ) -> DeviceEnergy:
     """A modelled device's energy from its usage counters, read at both edges."""
     device, usage = channel.device, channel.usage
     assert usage is not None
-    joules = usage.between_readings(
-        begin.mono_s, start, max(end_mono, begin.mono_s), end,
-        begin.pinned_usage.get(device.key),
-    )  # fmt: skip
+    anchors, pinned = facts
+    joules = usage.combine(anchors, begin.mono_s, start, max(end_mono, begin.mono_s), end, pinned)
     parts = None
     if device.parts:
         parts = {
@@ -84,32 +104,25 @@ def usage_energy(
         joules[0], device.method, device.uncertainty_rel, device.name, "", parts
     )
 
-def sampled_energy(
-    channel: Channel, begin: WindowStart, end: float, duration: float, edges: Edges,
-    period_s: float,
-) -> DeviceEnergy:
-    """Energy of a device without both counter readings: from its power timeline."""
-    device = channel.device
-    if device.has_counter:
-        method, note = POWER_INTEGRATED, "energy counter unreadable; sampled power integrated"
-    elif device.usage:
-        method, note = device.method, "usage counters unreadable; sampled power integrated"
-    else:
-        method, note = device.method, ""
+
+def sampled_facts(
+    channel: Channel, begin: WindowStart, end: float, duration: float, edges: Edges
+) -> SampledFacts:
+    """A device's energy from its power timeline, taken when the window ends (a few
+    bisections: the timeline may be trimmed after); :func:`sampled_energy` labels it."""
     if duration == 0:
-        return DeviceEnergy(0.0, method, device.uncertainty_rel, device.name, note)
+        return 0.0, 0.0
     line = channel.timeline
-    key = device.key
+    key = channel.device.key
     start_w, end_w = begin.edges.powers.get(key), edges.powers.get(key)
     if start_w is not None and end_w is not None:  # the window's own readings at its edges
-        energy = line.between_readings(
-            begin.mono_s, start_w, end, end_w, begin.pinned_j.get(key)
+        start = begin.mono_s  # line.between_readings, one call less: this runs at every window
+        energy = power_between(
+            line.anchors(start, end), start, start_w, end, end_w, begin.pinned_j.get(key)
         )
     else:
         if not len(line):
-            return DeviceEnergy(
-                0.0, method, 1.0, device.name, "no power reading in this window"
-            )
+            return None, 0.0
         covered_end = end
         if channel.gap_start is not None and line.last_time_s is not None:
             covered_end = min(
@@ -121,11 +134,30 @@ def sampled_energy(
         # start_j stale has left its pin here (the same value, kept).
         start_j = begin.pinned_j.get(key, start_j)
         energy = energy_j - start_j if covered_end > begin.mono_s else 0.0
+    if not channel.gaps and channel.gap_start is None:
+        return energy, 0.0
+    return energy, channel.gap_seconds(begin.mono_s, end)
+
+
+def sampled_energy(
+    device: Device, facts: SampledFacts, duration: float, period_s: float
+) -> DeviceEnergy:
+    """Energy of a device without both counter readings: from its power timeline."""
+    if device.has_counter:
+        method, note = POWER_INTEGRATED, "energy counter unreadable; sampled power integrated"
+    elif device.usage:
+        method, note = device.method, "usage counters unreadable; sampled power integrated"
+    else:
+        method, note = device.method, ""
+    if duration == 0:
+        return DeviceEnergy(0.0, method, device.uncertainty_rel, device.name, note)
+    energy, gap = facts
+    if energy is None:
+        return DeviceEnergy(0.0, method, 1.0, device.name, "no power reading in this window")
     # A reading stands for its neighbourhood: over a window only a few sample
     # periods long, the unknown power between readings dominates the error.
     sampling = min(1.0, 0.5 * period_s / duration)
     uncertainty = math.hypot(device.uncertainty_rel, sampling)
-    gap = channel.gap_seconds(begin.mono_s, end)
     if gap > 0:
         uncertainty += gap / duration
         note = f"{note + '; ' if note else ''}no readings for {gap:.1f} s of {duration:.1f} s"
