@@ -242,7 +242,7 @@ def test_the_size_needing_most_epochs_does_not_borrow_the_others_epochs() -> Non
     variance. Shrunk toward the mean over sizes, 128's epochs looked like the
     others' and it was run again about twice per seed (39 times in 20 seeds,
     each run a long recurrence); shrunk toward a line in log size, it is
-    predicted to need more, and is run again about half as often.
+    predicted to need more, and is run again 7 times in all.
     """
     sizes = [128, 192, 256, 360]
     per_epoch = {128: 0.78, 192: 0.86, 256: 0.93, 360: 1.0}
@@ -257,7 +257,7 @@ def test_the_size_needing_most_epochs_does_not_borrow_the_others_epochs() -> Non
             )
             picks = [recur(bso, True) for _ in range(40)]
             again[trend] += picks[len(sizes) :].count(128)
-    assert again[True] <= 24, again
+    assert again[True] <= 16, again
     assert again[False] >= 32, again  # the mean over sizes, as before: kept to compare with
 
 
