@@ -348,6 +348,11 @@ def main() -> int:
         help="reuse Zeus's results from this JSON file (keyed by the traces' content and "
         "the task) and add the new ones: for iterating on greenml's side",
     )
+    parser.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 even when a target is missed (run_targets.py: a report, not a test)",
+    )
     args = parser.parse_args()
     if args.keep_traces is not None:
         args.keep_traces.mkdir(parents=True, exist_ok=True)
@@ -470,7 +475,7 @@ def run(args: argparse.Namespace, scratch: Path) -> int:
         f"from the cache); wall {wall_s:.0f} s"
     )
     print(f"OVERALL: {'PASS' if not failures else f'FAIL ({failures} target(s) missed)'}")
-    return 0 if not failures else 1
+    return 0 if not failures or args.exit_zero else 1
 
 
 def print_report(
