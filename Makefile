@@ -164,7 +164,8 @@ $(MLFLOW_STAMP):
 bench-dashboard: $(TEST_STAMP) $(CHROMIUM_STAMP) $(MLFLOW_STAMP)
 	$(BIN)/python benchmarks/dashboard_vs_mlflow.py --mlflow $(MLFLOW_VENV)/bin/mlflow
 
-# Zeus's own simulator side by side (installs zeus==0.16.0 into a throwaway venv; ~16 min on 2 free cores).
+# Zeus's own simulator side by side (installs zeus==0.16.0 into a throwaway venv; 11 traces, ~25 min on
+# 2 cores the first time; make bench passes --zeus-cache and reruns only greenml's side, ~4 min).
 bench-zeus: $(TEST_STAMP)
 	$(BIN)/python benchmarks/zeus_simulator.py --seeds 20
 

@@ -14,6 +14,7 @@ from greenml.optimize.pooling import (
     boundary_avoiding_tau2,
     dersimonian_laird_tau2,
     penalized_score,
+    weighted_line,
 )
 
 
@@ -102,3 +103,62 @@ def test_always_positive_finite_and_a_root_of_the_score(groups: list[tuple[float
     # the score changes sign there: positive just below, negative just above
     assert penalized_score(tau2 * (1 - 1e-6), means, variances) >= -1e-9 / tau2
     assert penalized_score(tau2 * (1 + 1e-6), means, variances) <= 1e-9 / tau2
+
+
+def test_weighted_line_is_the_least_squares_fit() -> None:
+    xs, ys, ws = [0.0, 1.0, 2.0, 3.0], [1.0, 3.1, 4.9, 7.0], [1.0, 2.0, 1.0, 0.5]
+    line = weighted_line(ys, ws, xs)
+    # the normal equations: the weighted residuals sum to zero and are orthogonal to x
+    residuals = [y - line.at(x) for x, y in zip(xs, ys, strict=True)]
+    assert sum(w * r for w, r in zip(ws, residuals, strict=True)) == pytest.approx(0.0, abs=1e-12)
+    assert sum(w * r * x for w, r, x in zip(ws, residuals, xs, strict=True)) == pytest.approx(
+        0.0, abs=1e-12
+    )
+    assert line.slope == pytest.approx(2.0, abs=0.05)
+    flat = weighted_line(ys, ws, None)
+    assert (flat.slope, flat.spread) == (0.0, 0.0)
+    mean = sum(w * y for w, y in zip(ws, ys, strict=True)) / sum(ws)
+    assert flat.at(5.0) == pytest.approx(mean)
+    assert weighted_line(ys, ws, [2.0] * 4).slope == 0.0  # no spread in x: no slope
+
+
+def test_means_on_a_line_in_the_covariate_barely_differ_around_it() -> None:
+    """Log-epochs falling steadily with log batch size (ImageNet: 32, 25, 21, 20 epochs)."""
+    sizes = [128, 192, 256, 360, 512]
+    xs = [math.log(b) for b in sizes]
+    means = [4.0 - 0.45 * x for x in xs]
+    variances = [0.004] * 5
+    around_mean = boundary_avoiding_tau2(means, variances)
+    around_line = boundary_avoiding_tau2(means, variances, xs)
+    assert around_mean > 0.02  # the sizes clearly differ from their mean ...
+    assert 0.0 < around_line < 0.004  # ... and not from the line: about v / (k - 2)
+    score = penalized_score(around_line, means, variances, xs)
+    assert score == pytest.approx(0.0, abs=1e-6 / around_line)
+    # two groups always lie on a line: the covariate is ignored
+    assert boundary_avoiding_tau2(means[:2], variances[:2], xs[:2]) == pytest.approx(
+        boundary_avoiding_tau2(means[:2], variances[:2])
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(-3.0, 3.0), min_size=3, max_size=9),
+    st.floats(1e-4, 1.0),
+    st.floats(-2.0, 2.0),
+)
+def test_a_line_never_leaves_more_between_group_variance(
+    noise: list[float], variance: float, slope: float
+) -> None:
+    """Equal sampling variances: the line's residuals are never larger than the mean's."""
+    xs = [float(i) for i in range(len(noise))]
+    means = [slope * x + e for x, e in zip(xs, noise, strict=True)]
+    variances = [variance] * len(means)
+    around_line = boundary_avoiding_tau2(means, variances, xs)
+    assert 0.0 < around_line <= boundary_avoiding_tau2(means, variances) * (1 + 1e-9)
+
+
+def test_a_covariate_needs_one_finite_value_per_group() -> None:
+    with pytest.raises(ConfigError, match="covariate"):
+        boundary_avoiding_tau2([1.0, 2.0, 3.0], [0.1] * 3, [1.0, 2.0])
+    with pytest.raises(ConfigError, match="covariate"):
+        boundary_avoiding_tau2([1.0, 2.0, 3.0], [0.1] * 3, [1.0, math.nan, 2.0])
