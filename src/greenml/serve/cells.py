@@ -1,0 +1,189 @@
+"""Cells of an exact index: k-means centres whose triangle-inequality bounds rule out rows.
+
+For a unit query q and a row x of cell k (centre c_k, r_x = ‖x − c_k‖, and
+R_k ≥ every r_x of the cell):
+
+    ‖q − x‖ ≥ |‖q − c_k‖ − r_x| ≥ ‖q − c_k‖ − R_k,
+
+and for unit vectors q·x ≥ τ ⇔ ‖q − x‖ ≤ √(2 − 2τ). A cell whose bound exceeds
+that radius holds no match, and neither does a row whose own bound does: only
+the rows left are scored exactly. One small matvec over the centres replaces a
+pass over every row, which pays on embeddings grouped by topic, with or without
+a common direction (where sign codes see nothing).
+
+The centres only steer the speed, never the answer: any centre gives a valid
+bound. Rows added later go to their nearest cell (its R_k grows to cover
+them); removed rows drop out (R_k stays an upper bound); the cells are
+recomputed when the rows doubled or halved. Rows are listed cell by cell;
+those written since the listing are kept apart and bounded one by one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from greenml.serve.bound_kernels import dot
+
+ROWS_PER_CELL = 48  # cells = rows / this, as a power of two
+SAMPLE_PER_CELL = 8  # k-means runs on this many sampled rows per cell
+ITERATIONS = 5  # Lloyd steps; the first RESEEDS move the smallest cells
+RESEEDS = 3  # ... onto the rows farthest from their centres (topics left without a cell)
+SQUARE_MARGIN = 2e-4  # > float32 error of ‖q − c‖² = 1 + ‖c‖² − 2q·c (384 terms: < 1e-4)
+RELIST_SHARE = 1 / 32  # list the rows cell by cell again once this share was written since
+
+
+def cell_count(rows: int) -> int:
+    """Cells for ``rows`` rows: the largest power of two ≤ rows / ROWS_PER_CELL (at least 16)."""
+    return 1 << max(4, (max(rows, 1) // ROWS_PER_CELL).bit_length() - 1)
+
+
+class Cells:
+    """k-means cells over an index's rows, with exact pruning bounds (see the module doc).
+
+    Args:
+        vecs: The index's (capacity, dim) float32 matrix of unit rows.
+        live: Slots of the rows in use.
+        seed: Seed of the sample and of the first centres.
+    """
+
+    def __init__(self, vecs: Any, live: Any, seed: int = 0) -> None:
+        import numpy as np
+
+        rng = np.random.default_rng(seed)
+        self.built_for = len(live)
+        count = cell_count(len(live))
+        sample = vecs[live[rng.permutation(len(live))[: SAMPLE_PER_CELL * count]]]
+        self.centres = _kmeans(sample, min(count, len(sample)), rng)
+        self._sq = np.einsum("ij,ij->i", self.centres, self.centres)
+        capacity = vecs.shape[0]
+        self._cell = np.zeros(capacity, dtype=np.int32)
+        self._r = np.full(capacity, np.inf, dtype=np.float32)  # +inf: never a candidate
+        self._radius = np.full(len(self.centres), -np.inf, dtype=np.float32)
+        self._order: Any = np.zeros(0, dtype=np.intp)
+        self._starts: Any = np.zeros(len(self.centres) + 1, dtype=np.intp)
+        self._pending: list[int] = []
+        self.place(live, vecs[live])
+        self._recentre(vecs, live)
+        self.relist(live)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held: centres, per-row cell and distance, the listing."""
+        arrays = (self.centres, self._sq, self._cell, self._r, self._radius, self._order)
+        return int(sum(a.nbytes for a in arrays) + self._starts.nbytes + 8 * len(self._pending))
+
+    def grow(self, capacity: int) -> None:
+        """Room for ``capacity`` slots (the index grew)."""
+        import numpy as np
+
+        cell = np.zeros(capacity, dtype=np.int32)
+        r = np.full(capacity, np.inf, dtype=np.float32)
+        cell[: len(self._cell)], r[: len(self._r)] = self._cell, self._r
+        self._cell, self._r = cell, r
+
+    def place(self, slots: Any, rows: Any) -> None:
+        """Put unit ``rows`` (at ``slots``) in their nearest cells; widen those cells' radii."""
+        import numpy as np
+
+        for start in range(0, len(slots), 4096):
+            chunk, block = slots[start : start + 4096], rows[start : start + 4096]
+            nearest, _ = _nearest(block, self.centres)
+            self._cell[chunk] = nearest
+            gaps = block - self.centres[nearest]
+            self._r[chunk] = np.sqrt(np.einsum("ij,ij->i", gaps, gaps))
+            np.maximum.at(self._radius, nearest, self._r[chunk])
+        self._pending.extend(int(s) for s in slots)
+
+    def _recentre(self, vecs: Any, live: Any) -> None:
+        """Move each centre to the mean of its rows (one more Lloyd half-step, on every row:
+        the radii shrink) and measure the rows' distances again."""
+        import numpy as np
+
+        cells = self._cell[live]
+        order = np.argsort(cells, kind="stable")
+        used, firsts, sizes = np.unique(cells[order], return_index=True, return_counts=True)
+        sums = np.add.reduceat(vecs[live[order]], firsts, axis=0, dtype=np.float64)
+        self.centres[used] = (sums / sizes[:, None]).astype(np.float32)
+        self._sq = np.einsum("ij,ij->i", self.centres, self.centres)
+        self._radius[:] = -np.inf
+        for start in range(0, len(live), 4096):
+            chunk = live[start : start + 4096]
+            gaps = vecs[chunk] - self.centres[self._cell[chunk]]
+            self._r[chunk] = np.sqrt(np.einsum("ij,ij->i", gaps, gaps))
+            np.maximum.at(self._radius, self._cell[chunk], self._r[chunk])
+
+    def drop(self, slot: int) -> None:
+        """Forget the row at ``slot`` (its cell's radius stays a valid upper bound)."""
+        self._r[slot] = float("inf")
+
+    def stale(self, rows: int) -> bool:
+        """Whether the cells should be recomputed for ``rows`` live rows (doubled or halved)."""
+        return rows >= 2 * self.built_for or 2 * rows <= self.built_for
+
+    def relist(self, live: Any) -> None:
+        """List the live rows cell by cell (the written-since list starts empty)."""
+        import numpy as np
+
+        cells = self._cell[live]
+        by_cell = np.argsort(cells, kind="stable")
+        self._order = np.asarray(live, dtype=np.intp)[by_cell]
+        self._starts = np.searchsorted(cells[by_cell], np.arange(len(self.centres) + 1))
+        self._pending = []
+
+    def candidates(self, q: Any, threshold: float, most: int) -> Any:
+        """Slots a unit ``q`` may match at cosine ≥ ``threshold`` (repeats possible);
+        None when more than ``most`` rows lie in the cells the bound keeps."""
+        import numpy as np
+
+        reach = float(np.sqrt(max(2.0 - 2.0 * threshold, 0.0) + 1e-4))
+        square = 1.0 + self._sq - 2.0 * dot(self.centres, q)  # ‖q − c‖², give or take the margin
+        near = np.sqrt(np.maximum(square - SQUARE_MARGIN, 0.0))  # ≤ ‖q − c‖
+        far = np.sqrt(np.maximum(square + SQUARE_MARGIN, 0.0))  # ≥ ‖q − c‖
+        kept = np.flatnonzero(near - self._radius <= reach)
+        begins, sizes = self._starts[kept], self._starts[kept + 1] - self._starts[kept]
+        total = int(sizes.sum())
+        if total + len(self._pending) > most:
+            return None
+        offsets = np.repeat(begins - np.cumsum(sizes) + sizes, sizes) + np.arange(total)
+        rows = self._order[offsets]
+        if self._pending:
+            rows = np.concatenate([rows, np.asarray(self._pending, dtype=np.intp)])
+        cells, r = self._cell[rows], self._r[rows]
+        return rows[(near[cells] - r <= reach) & (r - far[cells] <= reach)]
+
+    def pending(self) -> int:
+        """Rows written since the last listing."""
+        return len(self._pending)
+
+
+def _nearest(rows: Any, centres: Any) -> Any:
+    """Index of the nearest centre of each row, and that squared distance less ‖row‖²."""
+    import numpy as np
+
+    sq = np.einsum("ij,ij->i", centres, centres)
+    if len(rows) == 1:  # one thread: a BLAS call for one row can stall on a busy machine
+        scores = (sq - 2.0 * dot(centres, rows[0]))[None, :]
+    else:
+        scores = sq[None, :] - 2.0 * (rows @ centres.T)
+    nearest = scores.argmin(axis=1)
+    return nearest, scores[np.arange(len(rows)), nearest]
+
+
+def _kmeans(sample: Any, count: int, rng: Any) -> Any:
+    """``count`` centres of ``sample`` rows: Lloyd steps from random rows; the first steps
+    move the smallest cells onto the rows farthest from their centres."""
+    import numpy as np
+
+    centres = sample[rng.permutation(len(sample))[:count]].astype(np.float32)
+    for step in range(ITERATIONS):
+        nearest, far = _nearest(sample, centres)
+        order = np.argsort(nearest, kind="stable")
+        used, firsts, sizes = np.unique(nearest[order], return_index=True, return_counts=True)
+        centres[used] = np.add.reduceat(sample[order], firsts, axis=0) / sizes[:, None]
+        if step < RESEEDS:
+            counts = np.zeros(count, dtype=np.intp)
+            counts[used] = sizes
+            smallest = np.argsort(counts, kind="stable")[: max(1, count // 20)]
+            centres[smallest] = sample[np.argsort(far)[-len(smallest) :]]
+    out: Any = np.ascontiguousarray(centres, dtype=np.float32)
+    return out
