@@ -87,7 +87,7 @@ class Cells:
 
         for start in range(0, len(slots), 4096):
             chunk, block = slots[start : start + 4096], rows[start : start + 4096]
-            nearest, _ = _nearest(block, self.centres)
+            nearest, _ = _nearest(block, self.centres, self._sq)
             self._cell[chunk] = nearest
             gaps = block - self.centres[nearest]
             self._r[chunk] = np.sqrt(np.einsum("ij,ij->i", gaps, gaps))
@@ -156,11 +156,13 @@ class Cells:
         return len(self._pending)
 
 
-def _nearest(rows: Any, centres: Any) -> Any:
-    """Index of the nearest centre of each row, and that squared distance less ‖row‖²."""
+def _nearest(rows: Any, centres: Any, sq: Any = None) -> Any:
+    """Index of the nearest centre of each row, and that squared distance less ‖row‖²
+    (``sq``: the centres' squared norms, if known)."""
     import numpy as np
 
-    sq = np.einsum("ij,ij->i", centres, centres)
+    if sq is None:
+        sq = np.einsum("ij,ij->i", centres, centres)
     if len(rows) == 1:  # one thread: a BLAS call for one row can stall on a busy machine
         scores = (sq - 2.0 * dot(centres, rows[0]))[None, :]
     else:

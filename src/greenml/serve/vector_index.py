@@ -62,7 +62,7 @@ PROBE_EVERY = 16  # while scanning, probe the bound this often ...
 PROBE_ROWS = 4096  # ... on this many rows
 CELLS_FROM = 8192  # rows from which k-means cells are tried (greenml.serve.cells)
 CELLS_SHARE = 1 / 2  # the cells' bound is used when its cells hold at most this share ...
-CELLS_KEEP = 1 / 32  # ... and kept while the probes' candidates average under this share
+CELLS_KEEP = 1 / 16  # ... and kept while the probes' candidates average under this share
 CELLS_PROBES = 32  # rows searched for, to measure that share when the cells are (re)built
 PROBE_THRESHOLD = 0.95  # ... at the semantic cache's default threshold
 
@@ -481,11 +481,14 @@ class ExactIndex:
         return rows[bound * bound * inverse[h] <= limit]
 
     def _best(self, rows: Any, scores: Any, threshold: float) -> tuple[str, float] | None:
+        """The best of ``rows``, if its float32 score ≥ the threshold in float32, as a
+        matmul's ``scores >= threshold`` decides (NumPy 2); the bounds' margins allow for it."""
+        import numpy as np
+
         if scores.size == 0:
             return None
         j = int(scores.argmax())
-        score = float(scores[j])
         key = self._keys[int(rows[j])]
-        if key is None or score < threshold:
+        if key is None or not np.float32(scores[j]) >= np.float32(threshold):
             return None
-        return key, min(score, 1.0)
+        return key, min(float(scores[j]), 1.0)
