@@ -14,8 +14,17 @@ a common direction (where sign codes see nothing).
 The centres only steer the speed, never the answer: any centre gives a valid
 bound. Rows added later go to their nearest cell (its R_k grows to cover
 them); removed rows drop out (R_k stays an upper bound); the cells are
-recomputed when the rows doubled or halved. Rows are listed cell by cell;
-those written since the listing are kept apart and bounded one by one.
+recomputed when the rows doubled or halved. Rows are listed by cell, then by
+r_x, so that the rows a cell keeps are one range, found by binary search
+(rows are unit vectors and centres lie in the ball, so r_x ≤ 2: the key
+4·cell + r_x sorts both at once); those written since the listing are kept apart
+and bounded one by one.
+
+What the cells keep is sharpened by a second bound per row: with P the top
+``HEAD`` principal directions of the rows and ρ_v = ‖(I − PᵀP)(v − c_k)‖ (the
+rest of v − c_k's length), ‖q − x‖² ≥ ‖Pq − Px‖² + (ρ_q − ρ_x)² (the
+projections' distance, and the reverse triangle inequality on the rest).
+``HEAD`` floats and ρ_x a row (float32), read only for the cells' candidates.
 """
 
 from __future__ import annotations
@@ -26,9 +35,12 @@ from greenml.serve.bound_kernels import dot
 
 ROWS_PER_CELL = 48  # cells = rows / this, as a power of two
 SAMPLE_PER_CELL = 8  # k-means runs on this many sampled rows per cell
-ITERATIONS = 5  # Lloyd steps; the first RESEEDS move the smallest cells
-RESEEDS = 3  # ... onto the rows farthest from their centres (topics left without a cell)
+ITERATIONS = 8  # Lloyd steps; the first RESEEDS move the smallest cells
+RESEEDS = 6  # ... onto the rows farthest from their centres (topics left without a cell)
+RHO_MARGIN = 2e-3  # > float32 error of ρ = √(r² − ‖P(x − c)‖²) (≤ √1e-6 near 0)
 SQUARE_MARGIN = 2e-4  # > float32 error of ‖q − c‖² = 1 + ‖c‖² − 2q·c (384 terms: < 1e-4)
+HEAD = 32  # principal directions of the rows' second bound
+SHARPEN_FROM = 32  # candidates from which that second bound is worth its pass
 RELIST_SHARE = 1 / 32  # list the rows cell by cell again once this share was written since
 
 
@@ -55,12 +67,18 @@ class Cells:
         sample = vecs[live[rng.permutation(len(live))[: SAMPLE_PER_CELL * count]]]
         self.centres = _kmeans(sample, min(count, len(sample)), rng)
         self._sq = np.einsum("ij,ij->i", self.centres, self.centres)
+        spread = (sample - sample.mean(axis=0)).astype(np.float64)
+        directions = np.linalg.eigh(spread.T @ spread)[1][:, ::-1][:, :HEAD]  # top HEAD
+        self._basis = np.ascontiguousarray(directions, dtype=np.float32)
+        self._chead = self.centres @ self._basis  # P·c of each centre
         capacity = vecs.shape[0]
+        self._head = np.zeros((capacity, self._basis.shape[1]), dtype=np.float32)  # P·x
+        self._rho = np.zeros(capacity, dtype=np.float32)
         self._cell = np.zeros(capacity, dtype=np.int32)
         self._r = np.full(capacity, np.inf, dtype=np.float32)  # +inf: never a candidate
         self._radius = np.full(len(self.centres), -np.inf, dtype=np.float32)
         self._order: Any = np.zeros(0, dtype=np.intp)
-        self._starts: Any = np.zeros(len(self.centres) + 1, dtype=np.intp)
+        self._keys: Any = np.zeros(0, dtype=np.float64)  # 4·cell + r of each listed row
         self._pending: list[int] = []
         self.place(live, vecs[live])
         self._recentre(vecs, live)
@@ -69,30 +87,43 @@ class Cells:
     @property
     def nbytes(self) -> int:
         """Memory held: centres, per-row cell and distance, the listing."""
-        arrays = (self.centres, self._sq, self._cell, self._r, self._radius, self._order)
-        return int(sum(a.nbytes for a in arrays) + self._starts.nbytes + 8 * len(self._pending))
+        arrays: list[Any] = [self.centres, self._sq, self._cell, self._r, self._radius]
+        arrays += [self._order, self._basis, self._chead, self._head, self._rho]
+        return int(sum(a.nbytes for a in arrays) + self._keys.nbytes + 8 * len(self._pending))
 
     def grow(self, capacity: int) -> None:
         """Room for ``capacity`` slots (the index grew)."""
         import numpy as np
 
+        n = len(self._cell)
         cell = np.zeros(capacity, dtype=np.int32)
         r = np.full(capacity, np.inf, dtype=np.float32)
-        cell[: len(self._cell)], r[: len(self._r)] = self._cell, self._r
-        self._cell, self._r = cell, r
+        head = np.zeros((capacity, self._head.shape[1]), dtype=np.float32)
+        rho = np.zeros(capacity, dtype=np.float32)
+        cell[:n], r[:n], head[:n], rho[:n] = self._cell, self._r, self._head, self._rho
+        self._cell, self._r, self._head, self._rho = cell, r, head, rho
 
     def place(self, slots: Any, rows: Any) -> None:
         """Put unit ``rows`` (at ``slots``) in their nearest cells; widen those cells' radii."""
-        import numpy as np
-
         for start in range(0, len(slots), 4096):
             chunk, block = slots[start : start + 4096], rows[start : start + 4096]
-            nearest, _ = _nearest(block, self.centres, self._sq)
-            self._cell[chunk] = nearest
-            gaps = block - self.centres[nearest]
-            self._r[chunk] = np.sqrt(np.einsum("ij,ij->i", gaps, gaps))
-            np.maximum.at(self._radius, nearest, self._r[chunk])
+            self._cell[chunk] = _nearest(block, self.centres, self._sq)[0]
+            self._measure(chunk, block)
         self._pending.extend(int(s) for s in slots)
+
+    def _measure(self, slots: Any, rows: Any) -> None:
+        """r, P·x and ρ of ``rows`` (at ``slots``, in their cells); widen the cells' radii."""
+        import numpy as np
+
+        cells = self._cell[slots]
+        gaps = rows - self.centres[cells]
+        square = np.einsum("ij,ij->i", gaps, gaps)
+        self._r[slots] = np.sqrt(square)
+        head = np.einsum("ij,jk->ik", rows, self._basis)  # no BLAS: one thread
+        self._head[slots] = head
+        off = head - self._chead[cells]
+        self._rho[slots] = np.sqrt(np.maximum(square - np.einsum("ij,ij->i", off, off), 0.0))
+        np.maximum.at(self._radius, cells, self._r[slots])
 
     def _recentre(self, vecs: Any, live: Any) -> None:
         """Move each centre to the mean of its rows (one more Lloyd half-step, on every row:
@@ -105,12 +136,11 @@ class Cells:
         sums = np.add.reduceat(vecs[live[order]], firsts, axis=0, dtype=np.float64)
         self.centres[used] = (sums / sizes[:, None]).astype(np.float32)
         self._sq = np.einsum("ij,ij->i", self.centres, self.centres)
+        self._chead = self.centres @ self._basis
         self._radius[:] = -np.inf
         for start in range(0, len(live), 4096):
             chunk = live[start : start + 4096]
-            gaps = vecs[chunk] - self.centres[self._cell[chunk]]
-            self._r[chunk] = np.sqrt(np.einsum("ij,ij->i", gaps, gaps))
-            np.maximum.at(self._radius, self._cell[chunk], self._r[chunk])
+            self._measure(chunk, vecs[chunk])
 
     def drop(self, slot: int) -> None:
         """Forget the row at ``slot`` (its cell's radius stays a valid upper bound)."""
@@ -121,18 +151,19 @@ class Cells:
         return rows >= 2 * self.built_for or 2 * rows <= self.built_for
 
     def relist(self, live: Any) -> None:
-        """List the live rows cell by cell (the written-since list starts empty)."""
+        """List the live rows by cell, then distance to the centre (the written-since list
+        starts empty)."""
         import numpy as np
 
-        cells = self._cell[live]
-        by_cell = np.argsort(cells, kind="stable")
-        self._order = np.asarray(live, dtype=np.intp)[by_cell]
-        self._starts = np.searchsorted(cells[by_cell], np.arange(len(self.centres) + 1))
+        live = np.asarray(live, dtype=np.intp)
+        keys = 4.0 * self._cell[live].astype(np.float64) + self._r[live]
+        by_key = np.argsort(keys)
+        self._order, self._keys = live[by_key], keys[by_key]
         self._pending = []
 
     def candidates(self, q: Any, threshold: float, most: int) -> Any:
         """Slots a unit ``q`` may match at cosine ≥ ``threshold`` (repeats possible);
-        None when more than ``most`` rows lie in the cells the bound keeps."""
+        None when more than ``most`` rows pass the bound."""
         import numpy as np
 
         reach = float(np.sqrt(max(2.0 - 2.0 * threshold, 0.0) + 1e-4))
@@ -140,16 +171,37 @@ class Cells:
         near = np.sqrt(np.maximum(square - SQUARE_MARGIN, 0.0))  # ≤ ‖q − c‖
         far = np.sqrt(np.maximum(square + SQUARE_MARGIN, 0.0))  # ≥ ‖q − c‖
         kept = np.flatnonzero(near - self._radius <= reach)
-        begins, sizes = self._starts[kept], self._starts[kept + 1] - self._starts[kept]
+        base = 4.0 * kept  # rows of a kept cell with near − reach ≤ r ≤ far + reach: one range
+        lows = np.searchsorted(self._keys, base + np.maximum(near[kept] - reach, 0.0))
+        highs = np.searchsorted(self._keys, base + np.minimum(far[kept] + reach, 3.0), "right")
+        sizes = highs - lows
         total = int(sizes.sum())
         if total + len(self._pending) > most:
             return None
-        offsets = np.repeat(begins - np.cumsum(sizes) + sizes, sizes) + np.arange(total)
+        offsets = np.repeat(lows - np.cumsum(sizes) + sizes, sizes) + np.arange(total)
         rows = self._order[offsets]
         if self._pending:
-            rows = np.concatenate([rows, np.asarray(self._pending, dtype=np.intp)])
-        cells, r = self._cell[rows], self._r[rows]
-        return rows[(near[cells] - r <= reach) & (r - far[cells] <= reach)]
+            pending = np.asarray(self._pending, dtype=np.intp)
+            cells, r = self._cell[pending], self._r[pending]
+            fresh = pending[(near[cells] - r <= reach) & (r - far[cells] <= reach)]
+            rows = np.concatenate([rows, fresh])
+        return self._sharpen(q, square, reach, rows) if len(rows) > SHARPEN_FROM else rows
+
+    def _sharpen(self, q: Any, square: Any, reach: float, rows: Any) -> Any:
+        """Those of ``rows`` that ‖Pq − Px‖² + (ρ_q − ρ_x)² ≤ reach² keeps (``square``: the
+        ‖q − c‖² of every centre; every term widened for float32 rounding)."""
+        import numpy as np
+
+        qh = np.einsum("j,jk->k", q, self._basis)
+        off = qh - self._chead
+        rest = square - np.einsum("ij,ij->i", off, off)  # ρ_q² of each centre, ± the margin
+        low = np.sqrt(np.maximum(rest - 2 * SQUARE_MARGIN, 0.0)) - RHO_MARGIN
+        high = np.sqrt(np.maximum(rest + 2 * SQUARE_MARGIN, 0.0)) + RHO_MARGIN
+        cells, rho = self._cell[rows], self._rho[rows]
+        gap = np.maximum(np.maximum(low[cells] - rho, rho - high[cells]), 0.0)
+        diff = self._head[rows] - qh
+        bound = np.einsum("ij,ij->i", diff, diff) + gap * gap
+        return rows[bound <= reach * reach + SQUARE_MARGIN]
 
     def pending(self) -> int:
         """Rows written since the last listing."""
