@@ -141,3 +141,24 @@ def test_memory_counts_rows_codes_and_cells() -> None:
 
 def test_cell_count() -> None:
     assert [cell_count(n) for n in (0, 100, 48 * 64, 100_000)] == [16, 16, 64, 2048]
+
+
+def test_a_few_rows_keep_the_sign_codes_without_measuring() -> None:
+    from greenml.serve.projection import choose_basis
+
+    rows = distribution("anisotropic-clustered", 40, np.random.default_rng(25))
+    assert choose_basis(rows - rows.mean(axis=0), 0.1) is None
+    many = distribution("anisotropic-clustered", 2000, np.random.default_rng(26))
+    basis = choose_basis(many - many.mean(axis=0), 0.1)
+    assert basis is not None and basis.shape[0] == DIM
+    assert np.allclose(basis.T @ basis, np.eye(basis.shape[1]), atol=1e-5)  # orthonormal
+
+
+def test_cells_go_stale_when_the_rows_double_halve_or_turn_over() -> None:
+    data = distribution("clustered", 2000, np.random.default_rng(27))
+    cells = Cells(data, np.arange(1000))
+    assert not cells.stale(1000) and cells.stale(2000) and cells.stale(500)
+    cells.place(np.arange(1000, 1999), data[1000:1999])  # written over, one short of all
+    assert not cells.stale(1000)
+    cells.place(np.arange(1999, 2000), data[1999:])
+    assert cells.stale(1000)

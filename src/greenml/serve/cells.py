@@ -14,7 +14,7 @@ a common direction (where sign codes see nothing).
 The centres only steer the speed, never the answer: any centre gives a valid
 bound. Rows added later go to their nearest cell (its R_k grows to cover
 them); removed rows drop out (R_k stays an upper bound); the cells are
-recomputed when the rows doubled or halved. Rows are listed by cell, then by
+recomputed when the rows doubled or halved, or turned over. Rows are listed by cell, then by
 r_x, so that the rows a cell keeps are one range, found by binary search
 (rows are unit vectors and centres lie in the ball, so r_x ≤ 2: the key
 4·cell + r_x sorts both at once); those written since the listing are kept apart
@@ -80,9 +80,11 @@ class Cells:
         self._order: Any = np.zeros(0, dtype=np.intp)
         self._keys: Any = np.zeros(0, dtype=np.float64)  # 4·cell + r of each listed row
         self._pending: list[int] = []
+        self.placed = 0  # rows written since the cells were built
         self.place(live, vecs[live])
         self._recentre(vecs, live)
         self.relist(live)
+        self.placed = 0
 
     @property
     def nbytes(self) -> int:
@@ -110,6 +112,7 @@ class Cells:
             self._cell[chunk] = _nearest(block, self.centres, self._sq)[0]
             self._measure(chunk, block)
         self._pending.extend(int(s) for s in slots)
+        self.placed += len(slots)
 
     def _measure(self, slots: Any, rows: Any) -> None:
         """r, P·x and ρ of ``rows`` (at ``slots``, in their cells); widen the cells' radii."""
@@ -147,8 +150,10 @@ class Cells:
         self._r[slot] = float("inf")
 
     def stale(self, rows: int) -> bool:
-        """Whether the cells should be recomputed for ``rows`` live rows (doubled or halved)."""
-        return rows >= 2 * self.built_for or 2 * rows <= self.built_for
+        """Whether the cells should be recomputed for ``rows`` live rows: doubled, halved, or
+        as many rows written since they were built (a cache at its bound turns over)."""
+        turned_over = self.placed >= self.built_for
+        return turned_over or rows >= 2 * self.built_for or 2 * rows <= self.built_for
 
     def relist(self, live: Any) -> None:
         """List the live rows by cell, then distance to the centre (the written-since list

@@ -37,6 +37,8 @@ def choose_basis(centred: Any, limit: float) -> Any:
     import numpy as np
 
     rows = np.asarray(centred, dtype=np.float64)
+    if len(rows) < 4 * PROBES:  # too few to measure (and a small index scans anyway)
+        return None
     dim, half = rows.shape[1], len(rows) // 2
     fit, sample = rows[half:], rows[:half]  # measured on rows the directions were not fit to
     _, directions = np.linalg.eigh(fit.T @ fit)  # ascending; cheaper than an SVD
