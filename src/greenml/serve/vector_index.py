@@ -4,36 +4,29 @@
 returns the same answer as one matmul and an argmax over every row. To stay
 fast at 100k rows, whose matrix (150 MB at 384 dimensions) takes far longer
 to read than a lookup may last, it first discards the rows that *provably*
-cannot reach the threshold, using a 1-bit sign code per dimension:
+cannot reach the threshold (for unit vectors, q·x ≥ τ ⇒ ‖q − x‖² ≤ 2 − 2τ),
+then scores the rest. Three bounds, each chosen from the index's own rows:
 
-    for unit vectors, q·x ≥ τ  ⇒  ‖q − x‖² ≤ 2 − 2τ.
-    Where the signs of q_i and x_i differ (h places), |q_i − x_i| = |q_i| + |x_i|,
-    so by Cauchy–Schwarz ‖q − x‖² ≥ (ℓq(h) + ℓx(h))² / h, ℓ_v(h) being the sum
-    of the h smallest |v_i|. ℓq is exact per query; ℓx(h) ≥ a_x + b_x·h, the
-    tangent of that convex sequence at h = 0.4·dim: two floats per row.
+- k-means cells (:mod:`greenml.serve.cells`): ‖q − x‖ ≥ |‖q − c‖ − ‖x − c‖|
+  for the centre c of x's cell rules out whole cells, then rows, after one small
+  matvec over the centres. Built from 8,192 rows, again whenever the rows doubled
+  or halved, and kept when it prunes searches for the index's own rows.
+- Otherwise, or when the cells keep too many rows (a low threshold), one pass
+  over every row, with a bound on the *centred* vectors x − c, q − c (a
+  translation keeps ‖q − x‖; c is the rows' mean, recomputed when it drifted):
+  the projection bound (:mod:`greenml.serve.projection`: m principal directions
+  and the rest's norm, Cauchy–Schwarz) when it is measured the cheaper, else
+  1-bit sign codes: where the signs of q_i and x_i differ (h places),
+  ‖q − x‖² ≥ (ℓq(h) + ℓx(h))² / h, ℓ_v(h) the sum of the h smallest |v_i|
+  (ℓx(h) ≥ a_x + b_x·h, a tangent: two floats per row), tested again in a
+  second, randomly rotated basis.
 
-A row survives when max(0, ℓq(h) + a_x + b_x·h)² / h ≤ 2 − 2τ (plus a margin for float32
-rounding). The survivors are tested again in a second, randomly rotated basis
-(a rotation keeps ‖q − x‖, so the bound holds there too, with other signs),
-and only what survives both is scored; when too many survive (a low
-threshold), every row is. The bounds never discard a row at or above the
-threshold, so the result is exact; only its speed depends on the data.
-
-The codes are taken of *centred* vectors, x − c and q − c: a translation keeps
-‖q − x‖ too, so the bound holds for any c, and with c the mean of the rows it
-also prunes anisotropic embeddings (rows sharing a strong mean direction, whose
-raw signs mostly agree). The running sum of the rows is kept up to date; when
-the mean has drifted from c, and a quarter of the rows changed since the last
-time, every code is recomputed around the new mean (amortized, on add/remove).
-When the centred rows' spread lies mostly along a few principal directions
-(as it does for real embeddings), a sharper bound replaces the sign codes:
-with P the top ``PROJECTED`` directions and r = ‖x − PᵀPx‖,
-‖q − x‖² ≥ ‖q‖² + ‖x‖² − 2·(Pq, r_q)·(Px, r_x) (Cauchy–Schwarz on the rest),
-one 16-column matvec over every row. When pruning does not pay all the same
-(most queries end in a full scan, say at a low threshold, or a mean with a
-white spread around it), the index goes straight to the matmul, and every
-``PROBE_EVERY`` queries tries the bound on ``PROBE_ROWS`` rows to see whether
-it pays again. ``mode``, ``pruned_searches`` and ``scanned_searches`` say what it did.
+Every bound has a margin for float32 rounding and never discards a row at or
+above the threshold, so the result is exact; only its speed depends on the data.
+When a pass does not pay (most queries end in a full scan), the index goes
+straight to the matmul, and every ``PROBE_EVERY`` queries tries the bound on
+``PROBE_ROWS`` rows. ``mode``, ``cells``, ``cell_searches``, ``pruned_searches``
+and ``scanned_searches`` say what it did; ``nbytes`` what it holds.
 
 :class:`greenml.serve.faiss_index.FaissIndex` (HNSW, approximate) is the
 option beyond ~100k entries.
@@ -49,6 +42,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from greenml.errors import ConfigError
+from greenml.serve.bound_kernels import dot as _dot
+from greenml.serve.bound_kernels import popcount as _popcount
+from greenml.serve.bound_kernels import smallest_sums as _smallest_sums
+from greenml.serve.cells import RELIST_SHARE, Cells
+from greenml.serve.projection import choose_basis, projected
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,8 +60,11 @@ SMALL = 2048  # below this many rows a plain matmul is as fast
 RECENTRE_DRIFT = 0.05  # recompute the codes when the mean moved this far from their centre
 PROBE_EVERY = 16  # while scanning, probe the bound this often ...
 PROBE_ROWS = 4096  # ... on this many rows
-PROJECTED = 15  # principal directions kept by the projection bound
-PROJECTION_SHARE = 0.3  # use it when they hold this share of the centred rows' variance
+CELLS_FROM = 8192  # rows from which k-means cells are tried (greenml.serve.cells)
+CELLS_SHARE = 1 / 2  # the cells' bound is used when its cells hold at most this share ...
+CELLS_KEEP = 1 / 16  # ... and kept while the probes' candidates average under this share
+CELLS_PROBES = 32  # rows searched for, to measure that share when the cells are (re)built
+PROBE_THRESHOLD = 0.95  # ... at the semantic cache's default threshold
 
 
 class VectorIndex(Protocol):
@@ -118,12 +119,15 @@ class ExactIndex:
     Args:
         dim: Vector size.
         capacity: Rows allocated up front; doubled when full.
-        seed: Seed of the second basis' random rotation.
+        seed: Seed of the second basis' random rotation and of the cells' k-means.
+        cells_from: Rows from which k-means cells are tried.
     """
 
     exact = True
 
-    def __init__(self, dim: int, capacity: int = 1024, *, seed: int = 0) -> None:
+    def __init__(
+        self, dim: int, capacity: int = 1024, *, seed: int = 0, cells_from: int = CELLS_FROM
+    ) -> None:
         import numpy as np
 
         if dim < 1 or capacity < 1:
@@ -150,10 +154,14 @@ class ExactIndex:
         self._codes2: Any = None
         self._ab: Any = None
         self._ab2: Any = None
-        self._basis: Any = None  # (dim, PROJECTED) principal directions, when projecting
+        self._basis: Any = None  # (dim, m) principal directions, when projecting
         self._y: Any = None  # per row (by column): its projection and the norm of the rest
         self._half_sq: Any = None  # per row: ‖x − centre‖² / 2 (+inf for a free row)
         self.mode = "signs"  # the bound in use: "signs" or "projection"
+        self.cells: Cells | None = None  # k-means cells, tried first when they prune
+        self._cells_tried_at = 0  # rows when cells were last built (kept or not)
+        self.cell_searches = 0  # searches that scored only the cells' candidates
+        self._seed, self._cells_from = seed, max(cells_from, SMALL + 1)
         self._grow(capacity)
 
     def __len__(self) -> int:
@@ -165,6 +173,14 @@ class ExactIndex:
         out: Vectors = self._centre.copy()
         return out
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in arrays: rows, codes, projections, cells and scratch (not the keys)."""
+        import numpy as np
+
+        arrays = sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
+        return int(arrays) + (self.cells.nbytes if self.cells is not None else 0)
+
     def _grow(self, capacity: int) -> None:
         import numpy as np
 
@@ -174,7 +190,8 @@ class ExactIndex:
         codes = np.zeros((words, capacity), dtype=np.uint64)  # basis 1, by column
         codes2 = np.zeros((capacity, words), dtype=np.uint64)  # basis 2, by row
         ab, ab2 = np.tile(empty, (1, capacity)), np.tile(empty, (1, capacity))
-        y = np.zeros((PROJECTED + 1, capacity), dtype=np.float32)  # by column, like codes
+        width = 0 if self._basis is None else self._basis.shape[1]
+        y = np.zeros((width + 1, capacity), dtype=np.float32)  # by column, like codes
         half_sq = np.full(capacity, np.inf, dtype=np.float32)
         if self._cap:
             vecs[:n], codes[:, :n] = self._vecs[:n], self._codes[:, :n]
@@ -190,6 +207,8 @@ class ExactIndex:
         self._looked_up = np.zeros(capacity, dtype=np.float32)
         self._keep = np.zeros(capacity, dtype=bool)
         self._cap = capacity
+        if self.cells is not None:
+            self.cells.grow(capacity)
 
     def _code(self, v: Vectors) -> Any:
         """The sign bits of ``v`` (1 where v_i ≥ 0), padded with zeros, as uint64 words."""
@@ -221,8 +240,12 @@ class ExactIndex:
         self._vecs[slots] = rows
         self._sum += self._vecs[np.unique(slots)].sum(axis=0, dtype=np.float64)
         self._encode(slots, rows)
+        if self.cells is not None:
+            written = np.unique(slots)
+            self.cells.place(written, self._vecs[written])
         self._changes += len(slots)
         self._maybe_recentre()
+        self._maybe_partition()
 
     def _encode(self, slots: Any, rows: Vectors) -> None:
         """Codes and tangents of ``rows`` (unit vectors) centred on the current centre."""
@@ -239,15 +262,7 @@ class ExactIndex:
         self._ab2[:, slots] = self._tangents(rotated)
         self._half_sq[slots] = 0.5 * np.einsum("ij,ij->i", centred, centred)
         if self._basis is not None:
-            self._y[:, slots] = self._projected(centred).T
-
-    def _projected(self, centred: Vectors) -> Any:
-        """(P·x, ‖x − PᵀP·x‖) of centred rows: y_q·y_x ≥ q·x by Cauchy–Schwarz on the rest."""
-        import numpy as np
-
-        head = centred @ self._basis
-        rest_sq = np.einsum("ij,ij->i", centred, centred) - np.einsum("ij,ij->i", head, head)
-        return np.hstack([head, np.sqrt(np.maximum(rest_sq, 0.0))[:, None]])
+            self._y[:, slots] = projected(centred, self._basis).T
 
     def _maybe_recentre(self) -> None:
         """Recompute every code around the rows' mean once it drifted (amortized)."""
@@ -269,21 +284,47 @@ class ExactIndex:
             chunk = live[start : start + 8192]
             self._encode(chunk, self._vecs[chunk])
 
+    def _maybe_partition(self) -> None:
+        """(Re)build the k-means cells when the rows doubled or halved; keep them if they
+        prune the probes' searches (measured on this index's own rows), else drop them."""
+        import numpy as np
+
+        n = len(self._slots)
+        if n < self._cells_from:
+            self.cells, self._cells_tried_at = None, 0
+            return
+        cells, tried = self.cells, self._cells_tried_at
+        if cells is not None and not cells.stale(n):
+            if cells.pending() > max(256, n * RELIST_SHARE):
+                cells.relist(np.fromiter(self._slots.values(), dtype=np.intp, count=n))
+            return
+        if cells is None and tried // 2 < n < 2 * tried:
+            return
+        self._cells_tried_at = n
+        live = np.fromiter(self._slots.values(), dtype=np.intp, count=n)
+        self._choose_bound(live)  # the fallback's bound, measured again at this size
+        for start in range(0, n if self._basis is not None else 0, 8192):
+            chunk = live[start : start + 8192]
+            self._y[:, chunk] = projected(self._vecs[chunk] - self._centre, self._basis).T
+        cells = Cells(self._vecs, live, self._seed)
+        most = int(n * CELLS_SHARE)
+        probes = live[np.random.default_rng(n).permutation(n)[:CELLS_PROBES]]
+        found = [cells.candidates(self._vecs[s], PROBE_THRESHOLD, most) for s in probes]
+        kept = [len(f) for f in found if f is not None]
+        pruned = 4 * len(kept) >= 3 * len(found) and sum(kept) <= n * CELLS_KEEP * len(kept)
+        self.cells = cells if pruned else None
+
     def _choose_bound(self, live: Any) -> None:
-        """Project on principal directions when they hold most of the spread, else signs."""
+        """Project on the principal directions when that pass is the cheaper (measured on a
+        sample, greenml.serve.projection), else keep the sign codes."""
         import numpy as np
 
         sample = live[np.random.default_rng(len(live)).permutation(len(live))[:4096]]
-        centred = (self._vecs[sample] - self._centre).astype(np.float64)
-        variance, directions = np.linalg.eigh(centred.T @ centred)  # ascending; cheaper than SVD
-        variance, directions = np.maximum(variance[::-1], 0.0), directions[:, ::-1]
-        share = float(variance[:PROJECTED].sum() / max(variance.sum(), 1e-30))
-        if share >= PROJECTION_SHARE and self.dim > PROJECTED:
-            self._basis = np.ascontiguousarray(directions[:, :PROJECTED], dtype=np.float32)
-            self.mode = "projection"
-        else:
-            self._basis = None
-            self.mode = "signs"
+        limit = 2.0 - 2.0 * PROBE_THRESHOLD + ROUNDING_MARGIN
+        self._basis = choose_basis(self._vecs[sample] - self._centre, limit)
+        self.mode = "signs" if self._basis is None else "projection"
+        width = 0 if self._basis is None else self._basis.shape[1]
+        self._y = np.zeros((width + 1, self._cap), dtype=np.float32)
 
     def _slot(self, key: str) -> int:
         slot = self._slots.get(key)
@@ -329,8 +370,11 @@ class ExactIndex:
         self._vecs[slot] = 0.0
         self._ab[0, slot] = self._ab2[0, slot] = self._half_sq[slot] = np.inf
         self._free.append(slot)
+        if self.cells is not None:
+            self.cells.drop(slot)
         self._changes += 1
         self._maybe_recentre()
+        self._maybe_partition()
         return True
 
     def search(self, query: Any, threshold: float) -> tuple[str, float] | None:
@@ -343,6 +387,13 @@ class ExactIndex:
         q = normalized(query, self.dim)
         if n <= SMALL:
             return self._scan(q, threshold, n)
+        if self.cells is not None:
+            rows = self.cells.candidates(q, threshold, int(n * CELLS_SHARE))
+            if rows is not None and rows.size <= n * CELLS_SHARE / 2:  # else a scan is cheaper
+                self.cell_searches += 1
+                return self._best(rows, _dot(self._vecs[rows], q), threshold) if rows.size else None
+            if rows is not None:
+                return self._scan(q, threshold, n)
         limit = 2.0 - 2.0 * threshold + ROUNDING_MARGIN
         qc = q - self._centre
         if self._scan_share > 0.5:  # pruning has not paid lately: scan, and now and then
@@ -386,7 +437,7 @@ class ExactIndex:
         """Rows whose ‖q − x‖² ≥ ‖q‖² + ‖x‖² − 2·y_q·y_x does not exceed ``limit`` (q centred)."""
         import numpy as np
 
-        yq = self._projected(q[None])[0]
+        yq = projected(q[None], self._basis)[0]
         bound = self._bound[:n]
         np.einsum("j,ji->i", yq, self._y[:, :n], out=bound)  # one thread, by column: fastest
         bound -= self._half_sq[:n]
@@ -430,48 +481,14 @@ class ExactIndex:
         return rows[bound * bound * inverse[h] <= limit]
 
     def _best(self, rows: Any, scores: Any, threshold: float) -> tuple[str, float] | None:
+        """The best of ``rows``, if its float32 score ≥ the threshold in float32, as a
+        matmul's ``scores >= threshold`` decides (NumPy 2); the bounds' margins allow for it."""
+        import numpy as np
+
         if scores.size == 0:
             return None
         j = int(scores.argmax())
-        score = float(scores[j])
         key = self._keys[int(rows[j])]
-        if key is None or score < threshold:
+        if key is None or not np.float32(scores[j]) >= np.float32(threshold):
             return None
-        return key, min(score, 1.0)
-
-
-def _dot(rows: Any, q: Any, out: Any = None) -> Any:
-    """rows @ q, single-threaded: a BLAS matvec wakes its thread pool, which on a busy
-    machine can stall for milliseconds waiting for a thread to be scheduled."""
-    import numpy as np
-
-    if hasattr(np, "vecdot"):  # numpy >= 2.0
-        return np.vecdot(rows, q, out=out)
-    return np.einsum("ij,j->i", rows, q, out=out)
-
-
-_BYTE_COUNTS: Any = None
-
-
-def _popcount(words: Any, out: Any) -> None:
-    """Set bits of each uint64 into ``out`` (uint8); a byte table before numpy 2.0."""
-    import numpy as np
-
-    if hasattr(np, "bitwise_count"):
-        np.bitwise_count(words, out=out)
-        return
-    global _BYTE_COUNTS
-    if _BYTE_COUNTS is None:
-        _BYTE_COUNTS = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
-    per_byte = _BYTE_COUNTS[words.view(np.uint8).reshape(*words.shape, 8)]
-    per_byte.sum(axis=-1, dtype=np.uint8, out=out)
-
-
-def _smallest_sums(v: Vectors) -> tuple[Any, Any]:
-    """ℓ(h), the sums of the h smallest |v_i|, and 1 / max(h, 1), for h = 0..dim."""
-    import numpy as np
-
-    sums = np.zeros(v.shape[0] + 1, dtype=np.float32)
-    sums[1:] = np.cumsum(np.sort(np.abs(v.astype(np.float64))))
-    inverse = 1.0 / np.maximum(np.arange(v.shape[0] + 1, dtype=np.float32), 1.0)
-    return sums, inverse
+        return key, min(float(scores[j]), 1.0)
